@@ -1,0 +1,480 @@
+"""Switch ports on Linux interfaces, egress impairments and the dataplane packet loop.
+
+* :class:`Port` binds a switch port number to an interface with an ``AF_PACKET`` raw socket
+  (all ethertypes, promiscuous, large buffers). Frames the kernel shows us as
+  ``PACKET_OUTGOING`` are our own (or the host's) transmissions and are not ingested again.
+  VLAN tags the kernel moved into packet metadata (veth/NIC VLAN offload) are put back into
+  the frame, so the P4 parser sees the bytes that were on the wire.
+* :class:`Impairment` / :class:`Impairer`: per-port, seeded egress impairments (drop, delay,
+  jitter) since ``tc netem`` is not available to us.
+* :class:`DataplaneLoop` owns the ports and runs ``switch.process`` for every received frame
+  in one thread; delayed frames wait in a timer heap; frames for the CPU port go to a
+  callback (the P4Runtime server's PacketIn) instead of an interface.
+
+Ordering: a port with a fixed delay and no jitter keeps FIFO order (send times are monotonic
+and heap ties are broken by a sequence number). With jitter each frame draws its own delay,
+so frames can be reordered, as with ``netem delay D J``. Impairments are applied on egress of
+interface ports only, never on the CPU port (the control channel is not a lossy link).
+The pcap file of a port records what is on the wire: received frames when they arrive and
+transmitted frames when they are actually sent (impairment-dropped frames never appear).
+"""
+from __future__ import annotations
+
+import errno
+import heapq
+import logging
+import os
+import random
+import select
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from p4sim.pcap import PcapWriter
+
+log = logging.getLogger("p4sim.ports")
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_AUXDATA = 8
+PACKET_OUTGOING = 4
+TP_STATUS_VLAN_VALID = 1 << 4
+TP_STATUS_VLAN_TPID_VALID = 1 << 6
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+
+_AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
+_MAX_FRAME = 1 << 16
+_SOCK_BUF = 8 << 20      # large buffers: a Python switch is slow, let the kernel queue bursts
+_RX_BATCH = 64           # frames read from one port before looking at the others (fairness)
+
+
+class PortError(Exception):
+    """A port cannot be opened (unknown interface, no permission, ...)."""
+
+
+# --------------------------------------------------------------------------- impairments
+
+@dataclass(frozen=True)
+class Impairment:
+    """Egress impairment of a port: drop with probability ``drop_rate``; delay every frame by
+    ``delay_ms`` plus a uniform draw in ``[-jitter_ms, +jitter_ms]`` (clamped at 0).
+    ``seed`` makes the random draws reproducible."""
+    drop_rate: float = 0.0
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.drop_rate <= 1.0:
+            raise ValueError(f"drop rate must be in [0, 1], got {self.drop_rate}")
+        if self.delay_ms < 0 or self.jitter_ms < 0:
+            raise ValueError("delay and jitter must be >= 0")
+
+    @property
+    def active(self) -> bool:
+        return self.drop_rate > 0 or self.delay_ms > 0 or self.jitter_ms > 0
+
+
+class Impairer:
+    """The random state of one port's :class:`Impairment`.
+
+    The stream is seeded from ``(seed, port)`` so every port draws independently but
+    reproducibly when one ``--seed`` is given for all ports.
+    """
+
+    def __init__(self, imp: Impairment, port: int = 0) -> None:
+        self.imp = imp
+        # str seeds are hashed with SHA-512 by random.seed: stable across runs and versions
+        self._rng = random.Random(f"p4sim-impairment:{imp.seed}:{port}")
+
+    def decide(self, now: float) -> float | None:
+        """``None`` if the frame is dropped, else the (monotonic) time to send it."""
+        imp = self.imp
+        if imp.drop_rate > 0 and self._rng.random() < imp.drop_rate:
+            return None
+        delay = imp.delay_ms
+        if imp.jitter_ms > 0:
+            delay = max(0.0, delay + self._rng.uniform(-imp.jitter_ms, imp.jitter_ms))
+        return now + delay / 1000.0
+
+
+# --------------------------------------------------------------------------- ports
+
+@dataclass
+class PortCounters:
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    tx_packets: int = 0
+    tx_bytes: int = 0
+    dropped: int = 0        # dropped by the egress impairment
+    tx_errors: int = 0      # the kernel refused a send (link down, ...)
+    rx_errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Port:
+    """Switch port ``number`` on Linux interface ``ifname``.
+
+    ``open()`` creates the socket; :class:`DataplaneLoop` calls it for the ports it owns.
+    """
+
+    def __init__(self, number: int, ifname: str, *, impairment: Impairment | None = None,
+                 pcap_path: str | None = None, bufsize: int = _SOCK_BUF) -> None:
+        self.number = number
+        self.ifname = ifname
+        self.impairment = impairment if impairment is not None and impairment.active else None
+        self.impairer = Impairer(self.impairment, number) if self.impairment else None
+        self.pcap_path = pcap_path
+        self.bufsize = bufsize
+        self.counters = PortCounters()
+        self.sock: socket.socket | None = None
+        self.pcap: PcapWriter | None = None
+        self._warned_rx = False
+
+    def __repr__(self) -> str:
+        return f"Port({self.number}@{self.ifname})"
+
+    def open(self) -> None:
+        if self.sock is not None:
+            return
+        try:
+            ifindex = socket.if_nametoindex(self.ifname)
+        except OSError:
+            raise PortError(f"no such interface: {self.ifname!r}") from None
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        except PermissionError:
+            raise PortError(f"opening a raw socket on {self.ifname!r} needs root "
+                            "(CAP_NET_RAW)") from None
+        try:
+            for force, opt in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
+                               (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+                try:  # SO_*BUFFORCE ignores net.core.[rw]mem_max when we are root
+                    sock.setsockopt(socket.SOL_SOCKET, force, self.bufsize)
+                except OSError:
+                    sock.setsockopt(socket.SOL_SOCKET, opt, self.bufsize)
+            sock.bind((self.ifname, ETH_P_ALL))
+            mreq = struct.pack("=iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            sock.setblocking(False)
+        except OSError as e:
+            sock.close()
+            raise PortError(f"cannot open port {self.number} on {self.ifname!r}: {e}") from None
+        if self.pcap_path:
+            try:
+                self.pcap = PcapWriter(self.pcap_path)
+            except OSError as e:
+                sock.close()
+                raise PortError(f"cannot write pcap {self.pcap_path!r}: {e}") from None
+        self.sock = sock
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.pcap is not None:
+            self.pcap.close()
+            self.pcap = None
+
+    def fileno(self) -> int:
+        assert self.sock is not None, "port not open"
+        return self.sock.fileno()
+
+    def recv(self) -> bytes | None:
+        """One received frame; ``None`` when nothing is queued. Our own transmissions
+        (``PACKET_OUTGOING``) are skipped."""
+        assert self.sock is not None
+        while True:
+            try:
+                data, anc, _flags, addr = self.sock.recvmsg(_MAX_FRAME, 64)
+            except (BlockingIOError, InterruptedError):
+                return None
+            except OSError as e:
+                # ENETDOWN once when the link goes down (the socket recovers when it comes up)
+                self.counters.rx_errors += 1
+                if not self._warned_rx:
+                    log.warning("port %d (%s): receive error: %s", self.number, self.ifname, e)
+                    self._warned_rx = True
+                return None
+            if addr[2] == PACKET_OUTGOING:
+                continue
+            for level, typ, val in anc:
+                if level == SOL_PACKET and typ == PACKET_AUXDATA and len(val) >= _AUXDATA.size:
+                    status, _len, _snap, _mac, _net, tci, tpid = _AUXDATA.unpack_from(val)
+                    # the kernel stripped the VLAN tag into metadata: restore it on the wire
+                    if status & TP_STATUS_VLAN_VALID and len(data) >= 12:
+                        if not status & TP_STATUS_VLAN_TPID_VALID:
+                            tpid = 0x8100
+                        data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+            self.counters.rx_packets += 1
+            self.counters.rx_bytes += len(data)
+            if self.pcap is not None:
+                self.pcap.write(data)
+            return data
+
+    def send(self, frame: bytes) -> bool:
+        """Put ``frame`` on the wire now (no impairment). False if the kernel refused it."""
+        sock = self.sock
+        if sock is None:
+            return False
+        try:
+            sock.send(frame)
+        except OSError as e:
+            self.counters.tx_errors += 1
+            log.debug("port %d (%s): send failed: %s", self.number, self.ifname, e)
+            return False
+        self.counters.tx_packets += 1
+        self.counters.tx_bytes += len(frame)
+        if self.pcap is not None:
+            self.pcap.write(frame)
+        return True
+
+
+# --------------------------------------------------------------------------- dataplane loop
+
+class SwitchLike(Protocol):
+    lock: Any
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]: ...
+
+
+@dataclass
+class LoopCounters:
+    processed: int = 0
+    process_errors: int = 0
+    to_cpu: int = 0
+    from_cpu: int = 0
+    no_such_port: int = 0   # outputs to ports that are neither an interface nor the CPU
+
+
+class DataplaneLoop:
+    """Owns ``ports`` and forwards frames through ``switch`` in a background thread.
+
+    ``switch`` may be replaced at any time with :meth:`set_switch` (pipeline reload): every
+    frame is processed entirely by the switch object that was current when it was received.
+    """
+
+    def __init__(self, switch: SwitchLike, ports: Iterable[Port], *,
+                 cpu_port: int | None = None,
+                 cpu_handler: Callable[[bytes], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._switch = switch
+        self.ports: dict[int, Port] = {}
+        for p in ports:
+            if p.number in self.ports:
+                raise ValueError(f"port {p.number} given twice")
+            if cpu_port is not None and p.number == cpu_port:
+                raise ValueError(f"port {p.number} is the CPU port")
+            self.ports[p.number] = p
+        self.cpu_port = cpu_port
+        self.cpu_handler = cpu_handler
+        self.counters = LoopCounters()
+        self._clock = clock
+        self._heap: list[tuple[float, int, int, bytes]] = []  # (due, seq, port, frame)
+        self._seq = 0
+        self._tx_lock = threading.Lock()  # heap + impairment RNGs: loop and inject_cpu share them
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    # -- switch ---------------------------------------------------------------------------
+    @property
+    def switch(self) -> SwitchLike:
+        return self._switch
+
+    def set_switch(self, switch: SwitchLike) -> None:
+        """Atomically replace the switch (a reference assignment is atomic in CPython)."""
+        self._switch = switch
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def open(self) -> None:
+        """Open every port; on failure close the ones already opened and raise PortError."""
+        opened: list[Port] = []
+        try:
+            for p in self.ports.values():
+                p.open()
+                opened.append(p)
+        except Exception:
+            for p in opened:
+                p.close()
+            raise
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("dataplane loop already started")
+        self.open()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="p4sim-dataplane", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread, discard frames still waiting for their delay, close the ports."""
+        self._stop.set()
+        self._wake()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("dataplane thread did not stop within %.1fs", timeout)
+            self._thread = None
+        with self._tx_lock:
+            self._heap.clear()
+        for p in self.ports.values():
+            p.close()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._wake_r = self._wake_w = -1
+
+    def __enter__(self) -> "DataplaneLoop":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- packets --------------------------------------------------------------------------
+    def inject_cpu(self, frame: bytes) -> None:
+        """PacketOut: process ``frame`` (starting with the packet_out header) as received on
+        the CPU port, in the caller's thread, and transmit the outputs."""
+        if self.cpu_port is None:
+            raise RuntimeError("no CPU port configured")
+        self.counters.from_cpu += 1
+        self._process(self.cpu_port, frame)
+
+    def _process(self, port: int, frame: bytes) -> None:
+        sw = self._switch  # one switch per frame, even if a reload happens meanwhile
+        try:
+            with sw.lock:
+                outputs = sw.process(port, frame)
+        except Exception:
+            self.counters.process_errors += 1
+            log.exception("processing a %d-byte frame from port %d failed", len(frame), port)
+            return
+        self.counters.processed += 1
+        for out_port, data in outputs:
+            self._emit(out_port, data)
+
+    def _emit(self, port_no: int, frame: bytes) -> None:
+        if port_no == self.cpu_port and port_no not in self.ports:
+            self.counters.to_cpu += 1
+            if self.cpu_handler is not None:
+                try:
+                    self.cpu_handler(frame)
+                except Exception:
+                    log.exception("PacketIn handler failed")
+            return
+        port = self.ports.get(port_no)
+        if port is None:
+            self.counters.no_such_port += 1
+            log.debug("output to unknown port %d dropped", port_no)
+            return
+        if port.impairer is None:
+            port.send(frame)
+            return
+        now = self._clock()
+        with self._tx_lock:
+            due = port.impairer.decide(now)
+            if due is None:
+                port.counters.dropped += 1
+                return
+            # due now only happens without delay (or when jitter draws 0): reordering is
+            # allowed then; with a fixed delay every frame goes through the heap in order
+            send_now = due <= now
+            if not send_now:
+                self._seq += 1
+                was_first = not self._heap or due < self._heap[0][0]
+                heapq.heappush(self._heap, (due, self._seq, port_no, frame))
+        if send_now:
+            port.send(frame)
+        elif was_first and threading.current_thread() is not self._thread:
+            self._wake()  # the loop may be sleeping past the new deadline
+
+    def _send_due(self) -> float | None:
+        """Send every frame that is due; return seconds until the next one (None if none)."""
+        while True:
+            with self._tx_lock:
+                if not self._heap:
+                    return None
+                due, _seq, port_no, frame = self._heap[0]
+                wait = due - self._clock()
+                if wait > 0:
+                    return wait
+                heapq.heappop(self._heap)
+            self.ports[port_no].send(frame)
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass  # pipe full (already woken) or closed (stopping)
+
+    def _run(self) -> None:
+        poller = select.poll()
+        by_fd: dict[int, Port] = {}
+        for p in self.ports.values():
+            poller.register(p.fileno(), select.POLLIN)
+            by_fd[p.fileno()] = p
+        poller.register(self._wake_r, select.POLLIN)
+        try:
+            while not self._stop.is_set():
+                wait = self._send_due()
+                timeout_ms = None if wait is None else max(1, int(wait * 1000 + 0.999))
+                try:
+                    events = poller.poll(timeout_ms)
+                except InterruptedError:
+                    continue
+                for fd, ev in events:
+                    if fd == self._wake_r:
+                        try:
+                            while os.read(self._wake_r, 4096):
+                                pass
+                        except OSError:
+                            pass
+                        continue
+                    port = by_fd[fd]
+                    for _ in range(_RX_BATCH):
+                        if self._stop.is_set():
+                            return
+                        frame = port.recv()
+                        if frame is None:
+                            break
+                        self._process(port.number, frame)
+                        # keep delayed frames on time even under a long receive burst
+                        if self._heap:
+                            self._send_due()
+        except Exception:
+            log.exception("dataplane loop crashed")
+            raise
+
+    # -- reporting ------------------------------------------------------------------------
+    def port_counters(self) -> dict[int, dict[str, int]]:
+        return {n: p.counters.as_dict() for n, p in sorted(self.ports.items())}
+
+    def stats_line(self) -> str:
+        parts = []
+        for n, p in sorted(self.ports.items()):
+            c = p.counters
+            parts.append(f"{n}@{p.ifname} rx={c.rx_packets} tx={c.tx_packets} "
+                         f"drop={c.dropped} err={c.rx_errors + c.tx_errors}")
+        lc = self.counters
+        parts.append(f"cpu in={lc.to_cpu} out={lc.from_cpu}")
+        if lc.process_errors:
+            parts.append(f"process_errors={lc.process_errors}")
+        return "; ".join(parts)

@@ -1,0 +1,254 @@
+"""``python -m p4sim serve``: run a P4 program as a switch on Linux interfaces.
+
+    python -m p4sim serve PROGRAM.p4 [--arch v1model|tna] [-I DIR]... [--device-id N]
+        [--grpc-addr HOST:PORT] -i PORTNUM@IFACE ... [--cpu-port N]
+        [--drop-rate P] [--delay-ms D] [--jitter-ms J] [--seed S]
+        [--impair N:drop=P,delay=D,jitter=J]... [--pcap-dir DIR] [--log-level LEVEL]
+
+Once everything is up, one line ``p4sim: serving PROGRAM on ports 1@eth1,... grpc HOST:PORT``
+goes to stderr (tests and Mininet wait for it). SIGTERM/SIGINT stop the switch cleanly;
+SIGUSR1 logs the port counters. Without ``--grpc-addr`` no P4Runtime server is started (the
+program then runs with its const entries and default actions only).
+Exit status: 0 after a clean stop, 2 for bad arguments / interfaces / programs, 1 for other
+failures to start.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+from typing import Any, Sequence
+
+from p4sim.ports import DataplaneLoop, Impairment, Port, PortError
+
+log = logging.getLogger("p4sim.serve")
+
+READY_PREFIX = "p4sim: serving"
+
+
+class UsageError(Exception):
+    """Bad command line: reported as ``p4sim serve: error: ...`` with exit status 2."""
+
+
+def _parse_port_map(spec: str) -> tuple[int, str]:
+    m = re.fullmatch(r"(\d+)@(\S+)", spec)
+    if not m:
+        raise UsageError(f"bad -i {spec!r}: expected PORTNUM@IFACE, e.g. 1@veth1")
+    num = int(m.group(1))
+    if num >= 1 << 16:
+        raise UsageError(f"bad -i {spec!r}: port number too large")
+    return num, m.group(2)
+
+
+def _parse_addr(spec: str) -> tuple[str, int]:
+    m = re.fullmatch(r"(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d+)", spec)
+    if not m or int(m.group(2)) > 65535:
+        raise UsageError(f"bad --grpc-addr {spec!r}: expected HOST:PORT")
+    return m.group(1), int(m.group(2))
+
+
+def _parse_impair(spec: str, base: Impairment) -> tuple[int, Impairment]:
+    m = re.fullmatch(r"(\d+):(.*)", spec)
+    if not m:
+        raise UsageError(f"bad --impair {spec!r}: expected N:drop=P,delay=D,jitter=J")
+    vals = {"drop": base.drop_rate, "delay": base.delay_ms, "jitter": base.jitter_ms}
+    for item in filter(None, m.group(2).split(",")):
+        key, _, val = item.partition("=")
+        if key not in vals:
+            raise UsageError(f"bad --impair {spec!r}: unknown key {key!r}")
+        try:
+            vals[key] = float(val)
+        except ValueError:
+            raise UsageError(f"bad --impair {spec!r}: {val!r} is not a number") from None
+    try:
+        return int(m.group(1)), Impairment(vals["drop"], vals["delay"], vals["jitter"],
+                                           base.seed)
+    except ValueError as e:
+        raise UsageError(f"bad --impair {spec!r}: {e}") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse exits itself; route through UsageError
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="p4sim serve", description="Run a P4 program as a software switch.")
+    p.add_argument("program", help="P4_16 source file")
+    p.add_argument("--arch", choices=["v1model", "tna"], default="v1model")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="include directory (repeatable)")
+    p.add_argument("--device-id", type=int, default=1)
+    p.add_argument("--grpc-addr", default=None, metavar="HOST:PORT",
+                   help="P4Runtime listen address (port 0: any free port)")
+    p.add_argument("-i", dest="interfaces", action="append", default=[],
+                   metavar="PORTNUM@IFACE", help="bind a switch port to an interface")
+    p.add_argument("--cpu-port", type=int, default=None)
+    p.add_argument("--drop-rate", type=float, default=0.0,
+                   help="egress drop probability of every port")
+    p.add_argument("--delay-ms", type=float, default=0.0, help="egress delay of every port")
+    p.add_argument("--jitter-ms", type=float, default=0.0,
+                   help="uniform +/- jitter on the delay (may reorder frames)")
+    p.add_argument("--seed", type=int, default=0, help="seed of impairments and random()")
+    p.add_argument("--impair", action="append", default=[], metavar="N:drop=P,delay=D,...",
+                   help="impairment of one port, overriding the global ones (repeatable)")
+    p.add_argument("--pcap-dir", default=None, help="write IFACE.pcap per port here")
+    p.add_argument("--log-level", default="info",
+                   choices=["debug", "info", "warning", "error", "critical",
+                            "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    return p
+
+
+def _make_ports(args: argparse.Namespace) -> list[Port]:
+    try:
+        base = Impairment(args.drop_rate, args.delay_ms, args.jitter_ms, args.seed)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    per_port = dict(_parse_impair(s, base) for s in args.impair)
+    if not args.interfaces:
+        raise UsageError("no ports: give at least one -i PORTNUM@IFACE")
+    seen_nums: set[int] = set()
+    seen_ifs: set[str] = set()
+    ports = []
+    for spec in args.interfaces:
+        num, ifname = _parse_port_map(spec)
+        if num in seen_nums:
+            raise UsageError(f"port {num} given twice")
+        if ifname in seen_ifs:
+            raise UsageError(f"interface {ifname!r} given twice")
+        if args.cpu_port is not None and num == args.cpu_port:
+            raise UsageError(f"port {num} is the CPU port (--cpu-port)")
+        seen_nums.add(num)
+        seen_ifs.add(ifname)
+        if not os.path.exists(f"/sys/class/net/{ifname}"):
+            raise UsageError(f"no such interface: {ifname!r} (for -i {spec})")
+        pcap = os.path.join(args.pcap_dir, f"{ifname}.pcap") if args.pcap_dir else None
+        ports.append(Port(num, ifname, impairment=per_port.pop(num, base), pcap_path=pcap))
+    if per_port:
+        raise UsageError(f"--impair for unknown port(s): {sorted(per_port)}")
+    return ports
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "serve":  # accept both `main(["serve", ...])` and `main([...])`
+        argv = argv[1:]
+    try:
+        args = build_parser().parse_args(argv)
+        if args.grpc_addr is not None:
+            _parse_addr(args.grpc_addr)
+        ports = _make_ports(args)
+    except UsageError as e:
+        print(f"p4sim serve: error: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    try:
+        return _serve(args, ports)
+    except UsageError as e:
+        print(f"p4sim serve: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
+    try:
+        from p4sim import Switch, load_program
+        from p4sim.errors import P4SimError
+    except ImportError as e:
+        print(f"p4sim serve: error: the p4sim compiler is not available: {e}", file=sys.stderr)
+        return 1
+
+    include_dirs = list(args.include_dirs)
+    try:
+        prog = load_program(args.program, arch=args.arch, include_dirs=include_dirs)
+    except (P4SimError, OSError) as e:
+        raise UsageError(f"cannot load {args.program}: {e}") from None
+    switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed)
+
+    if args.pcap_dir:
+        try:
+            os.makedirs(args.pcap_dir, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot create --pcap-dir {args.pcap_dir!r}: {e}") from None
+    loop = DataplaneLoop(switch, ports, cpu_port=args.cpu_port)
+    try:
+        loop.open()
+    except PortError as e:
+        raise UsageError(str(e)) from None
+
+    # A reloaded program may #include files next to the original one.
+    reload_includes = include_dirs + [os.path.dirname(os.path.abspath(args.program))]
+    reload_name = os.path.basename(args.program)
+
+    def loader(source: bytes | str, *_unused: Any, **_kw: Any) -> Any:
+        """Compile a P4Runtime device config (P4 source) into a new Switch and make the
+        dataplane use it. Raises P4SimError (CompileError) if the source is bad."""
+        text = source.decode("utf-8") if isinstance(source, (bytes, bytearray)) else source
+        with tempfile.TemporaryDirectory(prefix="p4sim-reload-") as tmp:
+            path = os.path.join(tmp, reload_name)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            new_prog = load_program(path, arch=args.arch, include_dirs=reload_includes)
+        new_sw = Switch(new_prog, cpu_port=args.cpu_port, seed=args.seed)
+        loop.set_switch(new_sw)
+        log.info("pipeline reloaded (%d bytes of source)", len(text))
+        return new_sw
+
+    server = None
+    grpc_text = "none"
+    try:
+        if args.grpc_addr is not None:
+            try:
+                from p4sim.p4runtime.server import P4RuntimeServer
+            except ImportError as e:
+                print(f"p4sim serve: error: P4Runtime server not available: {e}",
+                      file=sys.stderr)
+                return 1
+            server = P4RuntimeServer(switch, args.device_id, loader=loader,
+                                     packet_out_handler=loop.inject_cpu)
+            host, _ = _parse_addr(args.grpc_addr)
+            try:
+                bound = server.start(args.grpc_addr)
+            except Exception as e:  # e.g. address already in use
+                print(f"p4sim serve: error: cannot listen on {args.grpc_addr}: {e}",
+                      file=sys.stderr)
+                return 1
+            grpc_text = f"{host}:{bound}"
+            loop.cpu_handler = server.send_packet_in
+
+        stop = threading.Event()
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("signal %d: stopping", signum)
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGUSR1, lambda *_: log.info("counters: %s", loop.stats_line()))
+
+        loop.start()
+        port_text = ",".join(f"{p.number}@{p.ifname}" for p in ports)
+        print(f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text} "
+              f"device-id {args.device_id} pid {os.getpid()}", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            if not loop.running:
+                log.error("dataplane thread died; exiting")
+                return 1
+        return 0
+    finally:
+        if server is not None:
+            try:
+                server.stop()
+            except Exception:
+                log.exception("stopping the P4Runtime server failed")
+        loop.stop()
+        log.info("stopped; counters: %s", loop.stats_line())
+
+
+if __name__ == "__main__":  # `python -m p4sim.serve ...` works even without p4sim/__main__.py
+    sys.exit(main())
