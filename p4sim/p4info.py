@@ -221,6 +221,10 @@ def _is_hidden(obj: object) -> bool:
     return _has_annotation(getattr(obj, "annotations", ()), "hidden")
 
 
+def _canonical_bytes(value: int) -> bytes:
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
 def _bit_type_spec(bitwidth: int, signed: bool = False) -> p4types_pb2.P4DataTypeSpec:
     spec = p4types_pb2.P4DataTypeSpec()
     if signed:
@@ -230,9 +234,23 @@ def _bit_type_spec(bitwidth: int, signed: bool = False) -> p4types_pb2.P4DataTyp
     return spec
 
 
+def map_value(container, key: str):
+    """``container[key]`` of a protobuf map field, created if needed. The old generated code of
+    the ``p4runtime`` package loses the map option under the pure-Python backend, so its maps
+    show up as repeated ``{key, value}`` entries (the wire format is the same)."""
+    if hasattr(container, "get_or_create"):
+        return container[key]
+    for entry in container:
+        if entry.key == key:
+            return entry.value
+    entry = container.add()
+    entry.key = key
+    return entry.value
+
+
 def _struct_spec(type_info: p4types_pb2.P4TypeInfo, name: str,
                  fields: Sequence[StructField]) -> p4types_pb2.P4DataTypeSpec:
-    struct = type_info.structs[name]
+    struct = map_value(type_info.structs, name)
     del struct.members[:]
     for f in fields:
         member = struct.members.add()
@@ -318,6 +336,13 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
                         p4info_pb2.ActionRef.TABLE_AND_DEFAULT)
         if t.default_is_const:
             msg.const_default_action_id = symbols.id(ACTION, t.default_action.name)
+        if t.default_action.name in actions:  # current p4c always records the initial default
+            default = msg.initial_default_action
+            default.action_id = symbols.id(ACTION, t.default_action.name)
+            params = actions[t.default_action.name].params
+            for pid, param in zip(_field_ids([None] * len(params)), params):
+                value = t.default_action.args.get(param.name, 0)
+                default.arguments.add(param_id=pid, value=_canonical_bytes(value))
         if t.direct_counter and t.direct_counter in direct_counters:
             msg.direct_resource_ids.append(symbols.id(DIRECT_COUNTER, t.direct_counter))
         if t.direct_meter and t.direct_meter in direct_meters:

@@ -120,6 +120,19 @@ class PortCounters:
         return dict(self.__dict__)
 
 
+def restore_vlan(data: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
+    """Put back a VLAN tag the kernel moved into packet metadata (VLAN offload on veths and
+    NICs): ``ancdata`` comes from ``recvmsg`` on a socket with ``PACKET_AUXDATA`` enabled."""
+    for level, typ, val in ancdata:
+        if level == SOL_PACKET and typ == PACKET_AUXDATA and len(val) >= _AUXDATA.size:
+            status, _len, _snap, _mac, _net, tci, tpid = _AUXDATA.unpack_from(val)
+            if status & TP_STATUS_VLAN_VALID and len(data) >= 12:
+                if not status & TP_STATUS_VLAN_TPID_VALID:
+                    tpid = 0x8100
+                data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+    return data
+
+
 class Port:
     """Switch port ``number`` on Linux interface ``ifname``.
 
@@ -207,14 +220,7 @@ class Port:
                 return None
             if addr[2] == PACKET_OUTGOING:
                 continue
-            for level, typ, val in anc:
-                if level == SOL_PACKET and typ == PACKET_AUXDATA and len(val) >= _AUXDATA.size:
-                    status, _len, _snap, _mac, _net, tci, tpid = _AUXDATA.unpack_from(val)
-                    # the kernel stripped the VLAN tag into metadata: restore it on the wire
-                    if status & TP_STATUS_VLAN_VALID and len(data) >= 12:
-                        if not status & TP_STATUS_VLAN_TPID_VALID:
-                            tpid = 0x8100
-                        data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+            data = restore_vlan(data, anc)
             self.counters.rx_packets += 1
             self.counters.rx_bytes += len(data)
             if self.pcap is not None:

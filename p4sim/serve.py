@@ -22,7 +22,7 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from p4sim.ports import DataplaneLoop, Impairment, Port, PortError
 
@@ -134,6 +134,32 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
     return ports
 
 
+def make_loader(loop: DataplaneLoop, *, program: str, arch: str, include_dirs: list[str],
+                cpu_port: int | None, seed: int) -> Callable[..., Any]:
+    """The ``loader`` of the P4Runtime server: compile a device config (P4 source, bytes or
+    str) into a new Switch and make the dataplane use it at once. Raises ``P4SimError``
+    (CompileError) for a bad program, leaving the running switch untouched."""
+    # A reloaded program may #include files next to the original one.
+    reload_includes = list(include_dirs) + [os.path.dirname(os.path.abspath(program))]
+    reload_name = os.path.basename(program)
+
+    def loader(source: bytes | str, *_unused: Any, **_kw: Any) -> Any:
+        from p4sim import Switch, load_program
+
+        text = source.decode("utf-8") if isinstance(source, (bytes, bytearray)) else source
+        with tempfile.TemporaryDirectory(prefix="p4sim-reload-") as tmp:
+            path = os.path.join(tmp, reload_name)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            new_prog = load_program(path, arch=arch, include_dirs=reload_includes)
+        new_sw = Switch(new_prog, cpu_port=cpu_port, seed=seed)
+        loop.set_switch(new_sw)
+        log.info("pipeline reloaded (%d bytes of source)", len(text))
+        return new_sw
+
+    return loader
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":  # accept both `main(["serve", ...])` and `main([...])`
@@ -181,23 +207,8 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
     except PortError as e:
         raise UsageError(str(e)) from None
 
-    # A reloaded program may #include files next to the original one.
-    reload_includes = include_dirs + [os.path.dirname(os.path.abspath(args.program))]
-    reload_name = os.path.basename(args.program)
-
-    def loader(source: bytes | str, *_unused: Any, **_kw: Any) -> Any:
-        """Compile a P4Runtime device config (P4 source) into a new Switch and make the
-        dataplane use it. Raises P4SimError (CompileError) if the source is bad."""
-        text = source.decode("utf-8") if isinstance(source, (bytes, bytearray)) else source
-        with tempfile.TemporaryDirectory(prefix="p4sim-reload-") as tmp:
-            path = os.path.join(tmp, reload_name)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            new_prog = load_program(path, arch=args.arch, include_dirs=reload_includes)
-        new_sw = Switch(new_prog, cpu_port=args.cpu_port, seed=args.seed)
-        loop.set_switch(new_sw)
-        log.info("pipeline reloaded (%d bytes of source)", len(text))
-        return new_sw
+    loader = make_loader(loop, program=args.program, arch=args.arch,
+                         include_dirs=include_dirs, cpu_port=args.cpu_port, seed=args.seed)
 
     server = None
     grpc_text = "none"

@@ -20,6 +20,7 @@ import re
 import select
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -29,8 +30,13 @@ from typing import Callable, Iterator, Sequence
 
 import pytest
 
+# NB: no p4sim import here: test_finsy.py uses this module and must not load p4sim (whose
+# P4Runtime protobuf bindings would clash with finsy's in the same process).
+
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+SOL_PACKET = 263
+PACKET_AUXDATA = 8
 CLONE_NEWNET = 0x40000000
 REPO = Path(__file__).resolve().parent.parent
 
@@ -228,6 +234,7 @@ def socket_in_netns(ns: str, ifname: str) -> socket.socket:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             s.bind((ifname, ETH_P_ALL))
+            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)  # to restore offloaded VLAN tags
             result.append(s)
         except BaseException as e:  # handed to the caller's thread
             result.append(e)
@@ -238,6 +245,17 @@ def socket_in_netns(ns: str, ifname: str) -> socket.socket:
     if isinstance(result[0], BaseException):
         raise result[0]
     return result[0]
+
+
+def restore_vlan(data: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
+    """Re-insert a VLAN tag the kernel offloaded into PACKET_AUXDATA (same as p4sim.ports)."""
+    for level, typ, val in ancdata:
+        if level == SOL_PACKET and typ == PACKET_AUXDATA and len(val) >= 20:
+            status, _l, _s, _m, _n, tci, tpid = struct.unpack_from("=IIIHHHH", val)
+            if status & (1 << 4) and len(data) >= 12:  # TP_STATUS_VLAN_VALID
+                tpid = tpid if status & (1 << 6) else 0x8100
+                data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+    return data
 
 
 class HostSocket:
@@ -263,9 +281,10 @@ class HostSocket:
             r, _, _ = select.select([self.sock], [], [], left)
             if not r:
                 break
-            data, addr = self.sock.recvfrom(65536)
+            data, anc, _flags, addr = self.sock.recvmsg(65536, 64)
             if addr[2] == PACKET_OUTGOING:
                 continue
+            data = restore_vlan(data, anc)
             if match is None or match(data):
                 out.append(data)
         return out

@@ -3,13 +3,18 @@
 Two control surfaces share one state:
 
 * P4Runtime-style ``insert_*`` / ``modify_*`` / ``delete_*`` / ``get_*`` and the upserting
-  ``set_*`` with the spec's checks (id 0 is reserved, (port, instance) pairs unique within a
-  group, ALREADY_EXISTS / NOT_FOUND);
-* the bmv2 ``simple_switch_CLI`` node model used by STF files (``mc_mgrp_create``,
-  ``mc_node_create``, ``mc_node_associate``, ... and ``mirroring_add``), as thin wrappers.
+  ``set_*`` with the spec's checks ((port, instance) pairs unique within a group or session,
+  ALREADY_EXISTS / NOT_FOUND, multicast group 0 refused: it means "no multicast");
+* the bmv2 ``simple_switch_CLI`` model used by STF files (``mc_mgrp_create``,
+  ``mc_node_create``, ``mc_node_associate``, ..., ``mirroring_add``, ``mirroring_add_mc``), as
+  thin wrappers.
+
+Clone session 0 is accepted everywhere: it is a valid data-plane session id (PSA, bmv2). The
+P4Runtime rule that a *write* may not use session 0 (0 is the read wildcard) belongs to the
+P4Runtime server.
 
 The data plane reads :meth:`PacketReplicationEngine.multicast_replicas` and
-:meth:`PacketReplicationEngine.clone_session`, both plain dict lookups.
+:meth:`PacketReplicationEngine.clone_replicas`, plain dict lookups.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ class CloneSession:
     replicas: tuple[Replica, ...]
     class_of_service: int = 0
     packet_length_bytes: int = 0           # 0: no truncation
+    multicast_group: int = 0               # bmv2 mirroring_add_mc: also copy to this group
 
 
 @dataclass
@@ -50,6 +56,10 @@ class PacketReplicationEngine:
         self.max_port = max_port
         self.max_instance = max_instance
         self.max_class_of_service = max_class_of_service
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every group, node and session."""
         self._groups: dict[int, _Group] = {}
         self._mcast: dict[int, tuple[Replica, ...]] = {}     # data-plane view
         self._sessions: dict[int, CloneSession] = {}
@@ -65,6 +75,16 @@ class PacketReplicationEngine:
 
     def clone_session(self, session_id: int) -> CloneSession | None:
         return self._sessions.get(session_id)
+
+    def clone_replicas(self, session_id: int) -> tuple[Replica, ...]:
+        """Where clones of a session go: its replicas, then those of its multicast group
+        (resolved now, as bmv2 does); () for an unknown session (no clone is made)."""
+        s = self._sessions.get(session_id)
+        if s is None:
+            return ()
+        if s.multicast_group:
+            return s.replicas + self._mcast.get(s.multicast_group, ())
+        return s.replicas
 
     # ------------------------------------------------------------------ multicast groups
 
@@ -108,12 +128,9 @@ class PacketReplicationEngine:
 
     def set_clone_session(self, session_id: int, replicas: list[Replica],
                           class_of_service: int = 0, packet_length_bytes: int = 0) -> None:
-        """Create or replace a session. Session 0 is accepted here because it is a valid
-        data-plane id (bmv2 ``mirroring_add 0 ...``); the P4Runtime-style insert/modify/delete
-        reject it as the spec requires."""
+        """Create or replace a session."""
         where = f"clone session {session_id}"
-        if not isinstance(session_id, int) or session_id < 0:
-            raise errors.InvalidArgument(f"{where}: the id must be a non-negative integer")
+        self._check_session_id(session_id)
         checked = self._check_replicas(replicas, where)
         if not 0 <= class_of_service <= self.max_class_of_service:
             raise errors.InvalidArgument(f"{where}: class_of_service {class_of_service} is "
@@ -157,17 +174,20 @@ class PacketReplicationEngine:
         """Create a node (one rid, a set of ports) and return its handle (0, 1, ...)."""
         if not 0 <= rid <= self.max_instance:
             raise errors.InvalidArgument(f"node rid {rid} is not in 0..{self.max_instance}")
+        # bmv2 keeps a node's ports in a bitmap: duplicates collapse and replication goes in
+        # ascending port order.
+        ports = sorted(set(ports))
         self._check_replicas([(p, rid) for p in ports], f"node with rid {rid}")
         handle = self._next_node
         self._next_node += 1
-        # bmv2 keeps a node's ports in a bitmap, so they replicate in ascending order.
-        self._nodes[handle] = _Node(rid, sorted(set(ports)))
+        self._nodes[handle] = _Node(rid, ports)
         return handle
 
     def mc_node_update(self, handle: int, ports: list[int]) -> None:
         node = self._require_node(handle)
+        ports = sorted(set(ports))
         self._check_replicas([(p, node.rid) for p in ports], f"node {handle}")
-        node.ports = sorted(set(ports))
+        node.ports = ports
         if node.group is not None:
             self._publish(node.group)
 
@@ -200,13 +220,17 @@ class PacketReplicationEngine:
         """bmv2 ``mirroring_add <session> <port>``: one replica, instance 0."""
         self.set_clone_session(session_id, [(egress_port, 0)])
 
-    def mirroring_delete(self, session_id: int) -> None:
-        if session_id not in self._sessions:
-            raise errors.NotFound(f"clone session {session_id} does not exist")
-        del self._sessions[session_id]
+    def set_clone_session_group(self, session_id: int, group_id: int) -> None:
+        """bmv2 ``mirroring_add_mc <session> <group>``: clones go to the replicas of the
+        group (which need not exist yet). Replaces the session."""
+        self._check_session_id(session_id)
+        self._check_group_id(group_id)
+        self._sessions[session_id] = CloneSession(session_id, (), multicast_group=group_id)
 
-    def reset(self) -> None:
-        self.__init__(self.max_port, self.max_instance, self.max_class_of_service)
+    mirroring_add_mc = set_clone_session_group
+
+    def mirroring_delete(self, session_id: int) -> None:
+        self.delete_clone_session(session_id)
 
     # ------------------------------------------------------------------ helpers
 
@@ -226,9 +250,9 @@ class PacketReplicationEngine:
                 f"multicast group id must be > 0 (0 means 'no multicast'); got {group_id!r}")
 
     def _check_session_id(self, session_id: int) -> None:
-        if not isinstance(session_id, int) or session_id <= 0:
+        if not isinstance(session_id, int) or session_id < 0:
             raise errors.InvalidArgument(
-                f"clone session id must be > 0 in a P4Runtime write; got {session_id!r}")
+                f"clone session id must be a non-negative integer; got {session_id!r}")
 
     def _check_replicas(self, replicas: list[Replica], where: str) -> list[Replica]:
         seen: set[Replica] = set()
