@@ -595,9 +595,9 @@ class Compiler:
         return self.compile_block(t.decl, cargs, prefix, role, arg)
 
     def compile_block(self, decl: Any, ctor_args: list[ast.Argument], prefix: str, role: str,
-                      site: Any) -> CompiledBlock:
+                      site: Any, arg_scope: Scope | None = None) -> CompiledBlock:
         scope = Scope(self.globals)
-        self._bind_ctor_params(decl, ctor_args, scope, site)
+        self._bind_ctor_params(decl, ctor_args, scope, site, arg_scope or self.globals)
         py_func = self.unique_py(("parser_" if isinstance(decl, ast.ParserDecl) else "control_") + prefix)
         params = []
         py_params = []
@@ -634,7 +634,8 @@ class Compiler:
         blk.out_scalars = out_scalars  # type: ignore[attr-defined]
         return blk
 
-    def _bind_ctor_params(self, decl: Any, args: list[ast.Argument], scope: Scope, site: Any) -> None:
+    def _bind_ctor_params(self, decl: Any, args: list[ast.Argument], scope: Scope, site: Any,
+                          arg_scope: Scope) -> None:
         cparams = decl.ctor_params
         if len(args) > len(cparams):
             raise _err(site, f"{decl.name} takes {len(cparams)} constructor arguments, got {len(args)}")
@@ -652,7 +653,7 @@ class Compiler:
                 raise _err(site, f"missing constructor argument '{p.name}' of {decl.name}")
             if isinstance(t, BlockT) or isinstance(t, ExternT):
                 raise _err(site, f"constructor parameter '{p.name}' of type {t} is not supported")
-            v = self.const_eval(e, scope.parent or self.globals, t)
+            v = self.const_eval(e, arg_scope if p.name in bound else scope, t)
             scope.define(p.name, Binding("const", t, py=repr(v), value=v))
 
     def unique_local(self, name: str) -> str:
@@ -708,7 +709,7 @@ class Compiler:
         if isinstance(t, BlockT):
             if t.kind not in ("control", "parser") or not isinstance(t.decl, (ast.ControlDecl, ast.ParserDecl)):
                 raise _err(d, f"cannot instantiate {t} here")
-            blk = self.compile_block(t.decl, d.args, f"{ctx.prefix}.{d.name}", "nested", d)
+            blk = self.compile_block(t.decl, d.args, f"{ctx.prefix}.{d.name}", "nested", d, ctx.scope)
             ctx.scope.define(d.name, Binding("instance", t, py=blk.py_func, decl=d, info=blk))
             return
         if not isinstance(t, ExternT):
@@ -991,7 +992,10 @@ class Compiler:
         e = s.expr
         is_action_run = isinstance(e, ast.Member) and e.member == "action_run"
         if is_action_run:
-            trec, idx_var = self.compile_table_apply(e.expr, ctx)
+            if not (isinstance(e.expr, ast.Call) and isinstance(e.expr.func, ast.Member)
+                    and e.expr.func.member == "apply"):
+                raise _err(e, "action_run must be read from a table apply: t.apply().action_run")
+            trec, idx_var = self.compile_table_apply(e.expr.func.expr, ctx)
             actions = trec.actions
             conds: list[tuple[list[str], ast.Block | None]] = []
             pending: list[str] = []

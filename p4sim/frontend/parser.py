@@ -428,6 +428,10 @@ class _Builder(Transformer):
             return ast.SimpleTypeRef("void", pos=self._pos(it))
         return it
 
+    @v_args(meta=True)
+    def void_type(self, meta, items):
+        return ast.SimpleTypeRef("void", pos=self._pos(meta))
+
     def type_params(self, items):
         return [str(t) for t in items[1:-1]]
 
@@ -772,10 +776,6 @@ class _Builder(Transformer):
     @v_args(meta=True)
     def empty_stmt(self, meta, items):
         return ast.Empty(pos=self._pos(meta))
-
-    @v_args(meta=True)
-    def direct_apply(self, meta, items):
-        return ast.DirectApply(items[0], items[2], pos=self._pos(meta))
 
     # -- lvalues (same node kinds as expressions)
     @v_args(meta=True)

@@ -86,9 +86,9 @@ control MyVerifyChecksum(inout headers hdr, inout metadata meta) {
 
 control MyIngress(inout headers hdr, inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
-    counter(16, CounterType.packets_and_bytes) port_counter;
+    counter<bit<32>>(16, CounterType.packets_and_bytes) port_counter;
     direct_counter(CounterType.packets_and_bytes) acl_counter;
-    register<bit<32>>(8) pkt_count;
+    register<bit<32>, bit<32>>(8) pkt_count;
 
     action drop() {
         mark_to_drop(standard_metadata);

@@ -1,0 +1,19 @@
+# Entry points. Each target sets up what it needs (system packages, .venv) first.
+PY := .venv/bin/python
+
+.PHONY: setup test bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+# Run the whole test suite.
+test: setup
+	$(PY) -m pytest -q tests; rc=$$?; [ $$rc -eq 5 ] && exit 0 || exit $$rc
+
+# Print the performance numbers quoted in README.md.
+bench: setup
+	$(PY) benchmarks/bench_p4sim.py
+	$(PY) benchmarks/bench_tables.py
+
+clean:
+	rm -rf .venv build *.egg-info .pytest_cache

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for this project: system tools, then a virtualenv with our packages.
+# Idempotent: safe to run before every `make` target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v cpp >/dev/null || need_apt+=(cpp)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v ethtool >/dev/null || need_apt+=(ethtool)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        echo "setup: please install: ${need_apt[*]}" >&2
+    fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+    .venv/bin/pip install -q --upgrade pip >/dev/null
+    .venv/bin/pip install -q -e '.[test]'
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi
