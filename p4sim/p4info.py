@@ -426,16 +426,50 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
 # ---------------------------------------------------------------- command line
 
 
+_P4INFO_CLASS = None
+
+
+def p4info_message_class() -> type:
+    """A P4Info class whose map fields (``type_info.structs`` ...) are real maps.
+
+    The ``p4runtime`` package's old generated code, loaded by protobuf 6's pure-Python backend,
+    builds those fields as plain repeated ``{key, value}`` entries while the descriptor still
+    says "map", which breaks text and JSON printing. Rebuilding the classes in a private
+    descriptor pool from the same serialized .proto files gives well-formed ones; the wire
+    format is identical, so messages convert with a serialize/parse round trip.
+    """
+    global _P4INFO_CLASS
+    if _P4INFO_CLASS is None:
+        from google.protobuf import descriptor_pool, message_factory
+
+        pool = descriptor_pool.DescriptorPool()
+        added: set[str] = set()
+
+        def add(fd) -> None:
+            if fd.name in added:
+                return
+            for dep in fd.dependencies:
+                add(dep)
+            pool.AddSerializedFile(fd.serialized_pb)
+            added.add(fd.name)
+
+        add(p4info_pb2.DESCRIPTOR)
+        _P4INFO_CLASS = message_factory.GetMessageClass(
+            pool.FindMessageTypeByName("p4.config.v1.P4Info"))
+    return _P4INFO_CLASS
+
+
 def format_p4info(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
     """Serialize ``p4info`` as ``text`` (protobuf text format), ``binary`` or ``json``."""
     from google.protobuf import json_format, text_format
 
     if fmt == "binary":
         return p4info.SerializeToString()
+    printable = p4info_message_class().FromString(p4info.SerializeToString())
     if fmt == "json":
-        return (json_format.MessageToJson(p4info) + "\n").encode()
+        return (json_format.MessageToJson(printable) + "\n").encode()
     if fmt == "text":
-        return text_format.MessageToString(p4info).encode()
+        return text_format.MessageToString(printable).encode()
     raise ValueError(f"unknown P4Info format {fmt!r}")
 
 

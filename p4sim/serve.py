@@ -134,11 +134,12 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
     return ports
 
 
-def make_loader(loop: DataplaneLoop, *, program: str, arch: str, include_dirs: list[str],
-                cpu_port: int | None, seed: int) -> Callable[..., Any]:
+def make_loader(*, program: str, arch: str, include_dirs: list[str], cpu_port: int | None,
+                seed: int) -> Callable[..., Any]:
     """The ``loader`` of the P4Runtime server: compile a device config (P4 source, bytes or
-    str) into a new Switch and make the dataplane use it at once. Raises ``P4SimError``
-    (CompileError) for a bad program, leaving the running switch untouched."""
+    str) into a new Switch. It only builds the switch; the server commits it through
+    ``on_switch_change`` (then the dataplane swaps). Raises ``P4SimError`` (CompileError) for a
+    bad program, leaving the running switch untouched."""
     # A reloaded program may #include files next to the original one.
     reload_includes = list(include_dirs) + [os.path.dirname(os.path.abspath(program))]
     reload_name = os.path.basename(program)
@@ -152,10 +153,8 @@ def make_loader(loop: DataplaneLoop, *, program: str, arch: str, include_dirs: l
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
             new_prog = load_program(path, arch=arch, include_dirs=reload_includes)
-        new_sw = Switch(new_prog, cpu_port=cpu_port, seed=seed)
-        loop.set_switch(new_sw)
-        log.info("pipeline reloaded (%d bytes of source)", len(text))
-        return new_sw
+        log.info("compiled a new pipeline (%d bytes of source)", len(text))
+        return Switch(new_prog, cpu_port=cpu_port, seed=seed)
 
     return loader
 
@@ -207,8 +206,12 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
     except PortError as e:
         raise UsageError(str(e)) from None
 
-    loader = make_loader(loop, program=args.program, arch=args.arch,
-                         include_dirs=include_dirs, cpu_port=args.cpu_port, seed=args.seed)
+    loader = make_loader(program=args.program, arch=args.arch, include_dirs=include_dirs,
+                         cpu_port=args.cpu_port, seed=args.seed)
+
+    def on_switch_change(new_switch: Any) -> None:
+        loop.set_switch(new_switch)  # atomic: later frames see the committed pipeline
+        log.info("pipeline reloaded: the dataplane now runs the new program")
 
     server = None
     grpc_text = "none"
@@ -220,8 +223,11 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
                 print(f"p4sim serve: error: P4Runtime server not available: {e}",
                       file=sys.stderr)
                 return 1
-            server = P4RuntimeServer(switch, args.device_id, loader=loader,
-                                     packet_out_handler=loop.inject_cpu)
+            source = getattr(prog, "source", None)
+            server = P4RuntimeServer(
+                switch, args.device_id, loader=loader, packet_out_handler=loop.inject_cpu,
+                on_switch_change=on_switch_change,
+                device_config=source.encode("utf-8") if isinstance(source, str) else None)
             host, _ = _parse_addr(args.grpc_addr)
             try:
                 bound = server.start(args.grpc_addr)

@@ -260,9 +260,9 @@ def test_port_open_errors() -> None:
         Port(1, "nonexistent0").open()
 
 
-def test_serve_loader_swaps_switch_atomically(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_serve_loader_compiles_source(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The P4Runtime loader compiles source bytes from a temp file (includes next to the
-    original program still resolve) and the dataplane switches to the new Switch."""
+    original program still resolve); swapping the dataplane is DataplaneLoop.set_switch."""
     import p4sim
     from p4sim.serve import make_loader
 
@@ -281,12 +281,15 @@ def test_serve_loader_swaps_switch_atomically(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(p4sim, "Switch", NewSwitch, raising=False)
     p1, p2 = FakePort(1), FakePort(2)
     prog_dir = tmp_path / "src"
-    with DataplaneLoop(FakeSwitch(), [p1, p2], cpu_port=99) as loop:
-        loader = make_loader(loop, program=str(prog_dir / "x.p4"), arch="tna",
-                             include_dirs=["/inc"], cpu_port=99, seed=3)
-        new = loader(b"control C() { apply {} }")
-        assert loop.switch is new and new.args == ("prog", 99, 3)
+    loader = make_loader(program=str(prog_dir / "x.p4"), arch="tna", include_dirs=["/inc"],
+                         cpu_port=99, seed=3)
+    old = FakeSwitch()
+    with DataplaneLoop(old, [p1, p2], cpu_port=99) as loop:
+        new = loader(b"control C() { apply {} }", object())
+        assert isinstance(new, NewSwitch) and new.args == ("prog", 99, 3)
         assert calls == [("control C() { apply {} }", "tna", ["/inc", str(prog_dir)])]
+        assert loop.switch is old  # the server commits later (on_switch_change)
+        loop.set_switch(new)
         p1.inject(b"after")
         wait_for(lambda: len(p2.sent) == 1)
         assert p2.sent[0][1] == b"after+new"

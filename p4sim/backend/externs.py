@@ -125,8 +125,6 @@ def _register_digest(c: "Compiler", t: StructT, node) -> None:
 
 def _declare_register_action(c: "Compiler", d: ast.Instantiation, t: ExternT, ctx: "BodyCtx",
                              inst: "ExternInstance") -> None:
-    from .compiler import Binding, BodyCtx, Scope, _ReturnSignal
-    from .codewriter import CodeWriter
     if not d.args or not isinstance(d.args[0].value, ast.Name):
         raise _err(d, "RegisterAction needs the register instance as its argument")
     rb = ctx.scope.lookup(d.args[0].value.name)
@@ -142,27 +140,40 @@ def _declare_register_action(c: "Compiler", d: ast.Instantiation, t: ExternT, ct
     if not 1 <= len(params) <= 2:
         raise _err(fn, "RegisterAction.apply takes (inout T value) or (inout T value, out U rv)")
     u_t = t.args[2] if len(t.args) > 2 else BitT(32)
-    scope = Scope(ctx.scope)
-    val_py = c.unique_local(params[0].name)
-    scope.define(params[0].name, Binding("value", vt, py=val_py, writable=True))
-    rv_py = None
+    # The body is inlined at each execute() so it can read the control's headers and locals.
+    inst.py = reg.py
+    inst.params.update(register=reg, value_type=vt, rv_type=u_t, apply=fn, scope=ctx.scope)
+
+
+def _inline_register_action(c: "Compiler", inst: "ExternInstance", index_code: str, ctx: "BodyCtx") -> str:
+    from .compiler import Binding, BodyCtx, Scope, _ReturnSignal, contains_return
+    w = ctx.w
+    reg = inst.params["register"]
+    vt, u_t, fn = inst.params["value_type"], inst.params["rv_type"], inst.params["apply"]
+    params = fn.proto.params
+    scope = Scope(inst.params["scope"])
+    idx = c.fresh("ri")
+    val = c.unique_local(params[0].name)
+    rv = c.unique_local(params[1].name) if len(params) == 2 else c.fresh("rv")
+    scope.define(params[0].name, Binding("value", vt, py=val, writable=True))
     if len(params) == 2:
-        rv_py = c.unique_local(params[1].name)
-        scope.define(params[1].name, Binding("value", u_t, py=rv_py, writable=True))
-    py = c.unique_py("ra_" + inst.fq_name)
-    w = CodeWriter()
-    outs = [val_py] + ([rv_py] if rv_py else [])
-    bctx = BodyCtx(w, scope, "function", ctx.prefix, _ReturnSignal("python", outs))
-    w.line(f"def {py}({val_py}):")
+        scope.define(params[1].name, Binding("value", u_t, py=rv, writable=True))
+    w.line(f"{idx} = {index_code}")
+    w.line(f"_claim({reg.py})")
+    w.line(f"{rv} = 0")
+    w.line(f"if {idx} < {reg.py}.size:")
     with w.indent():
-        if rv_py:
-            w.line(f"{rv_py} = 0")
-        c.compile_block_stmt(fn.body, bctx)
-        w.line(f"return ({', '.join(outs)},)")
-    c.w_funcs.lines.extend(w.lines)
-    c.w_funcs.line("")
-    inst.py = py
-    inst.params.update(register=reg, value_type=vt, rv_type=u_t, has_rv=rv_py is not None)
+        w.line(f"{val} = {reg.py}.values[{idx}]")
+        bctx = BodyCtx(w, scope, "action", ctx.prefix, _ReturnSignal("break"), ctx.no_hoist_depth)
+        if contains_return(fn.body):
+            w.line("while True:")
+            with w.indent():
+                c.compile_block_stmt(fn.body, bctx)
+                w.line("break")
+        else:
+            c.compile_block_stmt(fn.body, bctx)
+        w.line(f"{reg.py}.write({idx}, {val})")
+    return rv
 
 
 # ============================================================================ method calls
@@ -246,10 +257,9 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             reg = inst.params["register"]
             it = reg.type.args[1]
             idx_t = it if isinstance(it, BitT) else BitT(32)
-            rv_t = inst.params["rv_type"]
-            tmp = c.fresh("rx")
-            w.line(f"{tmp} = _reg_action({reg.py}, {inst.py}, {arg(0, idx_t)})")
-            return tmp, rv_t
+            if ctx.no_hoist_depth:
+                raise _err(call, "RegisterAction.execute inside &&, || or ?: is not supported")
+            return _inline_register_action(c, inst, arg(0, idx_t), ctx), inst.params["rv_type"]
     if name == "Hash":
         if method == "get":
             nargs(1)

@@ -146,14 +146,6 @@ class Switch:
             _claim(reg)
             reg.write(index, value)
 
-        def reg_action(reg: Register, fn: Callable, index: int) -> int:
-            _claim(reg)
-            if index >= reg.size:
-                return 0
-            out = fn(reg.values[index])
-            reg.write(index, out[0])
-            return out[1] if len(out) > 1 else 0
-
         def _claim(reg: Register) -> None:
             # Tofino: a register's single stateful ALU runs once per packet pass.
             passed = ns["_ctx"].register_pass
@@ -170,7 +162,7 @@ class Switch:
                 return f"{msg} {vals}"
 
         ns.update(_v1hash=v1hash, _checksum=checksum, _random=rand, _reg_exec=reg_exec,
-                  _reg_write=reg_write, _reg_action=reg_action, _fmt=fmt,
+                  _reg_write=reg_write, _claim=_claim, _fmt=fmt,
                   _csum16=lambda fields: hashes.csum16(hashes.pack_fields(fields)))
 
     # ------------------------------------------------------------------ data plane

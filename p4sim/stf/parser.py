@@ -377,7 +377,12 @@ def tokenize(text: str, path: str) -> list[Token]:
         if state == "keyword":
             state = "packetdata" if kind == "KW" and value in ("packet", "expect") else "initial"
         tokens.append(Token(kind, value, line, col))
-    tokens.append(Token("EOF", "", line, pos - line_start + 1))
+    # Report "unexpected end of file" where the last statement is, not past the last line.
+    if tokens:
+        last = tokens[-1]
+        tokens.append(Token("EOF", "", last.line, last.col + len(last.value)))
+    else:
+        tokens.append(Token("EOF", "", 1, 1))
     return tokens
 
 

@@ -553,6 +553,12 @@ class _Runner:
         raise self.err(cmd, "mirroring_get is not supported by the p4sim STF runner")
 
 
+def run_stf_on_switch(sw: Any, stf: P.StfFile, out: TextIO = sys.stdout) -> tuple[int, int]:
+    """Run parsed STF commands on an existing switch (anything with the ``Switch`` API);
+    print failures and the final ``N passed, M failed`` line; return (passed, failed)."""
+    return _Runner(sw, stf, out).run()
+
+
 def run_stf(program_path: str, stf_path: str, arch: str = "v1model",
             include_dirs: Sequence[str] = (), out: TextIO = sys.stdout) -> tuple[int, int]:
     """Load ``program_path``, run the STF test ``stf_path`` on a fresh switch, print failures
@@ -562,8 +568,7 @@ def run_stf(program_path: str, stf_path: str, arch: str = "v1model",
 
     stf = parse_stf_file(stf_path)
     prog = load_program(program_path, arch=arch, include_dirs=list(include_dirs))
-    sw = Switch(prog)
-    return _Runner(sw, stf, out).run()
+    return run_stf_on_switch(Switch(prog), stf, out)
 
 
 def main(argv: list[str] | None = None) -> int:

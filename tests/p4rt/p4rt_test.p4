@@ -52,7 +52,7 @@ struct headers {
 }
 
 struct metadata {
-    bit<8> unused;
+    learn_digest_t learn;
 }
 
 parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
@@ -106,7 +106,9 @@ control MyIngress(inout headers hdr, inout metadata meta,
         clone(CloneType.I2E, session);
     }
     action learn() {
-        digest<learn_digest_t>(1, { hdr.ethernet.srcAddr, standard_metadata.ingress_port });
+        meta.learn.srcAddr = hdr.ethernet.srcAddr;
+        meta.learn.ingress_port = standard_metadata.ingress_port;
+        digest<learn_digest_t>(1, meta.learn);
     }
 
     table learn_t {
@@ -133,7 +135,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
         }
         actions = { forward; drop; @tableonly to_cpu; NoAction; }
         default_action = NoAction();
-        counters = acl_counter;
+        // counters = acl_counter;
     }
     table const_t {
         key = { hdr.ethernet.etherType: exact; }
