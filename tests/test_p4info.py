@@ -298,7 +298,20 @@ def test_main_writes_the_p4info(tmp_path, fmt):
                                                                       "packet_out"}
     assert [d.preamble.name for d in p.digests] == ["learn_digest_t"]
     assert [r.preamble.name for r in p.registers] == ["MyIngress.pkt_count"]
-    assert [c.preamble.name for c in p.direct_counters] == ["MyIngress.acl_counter"]
+    assert [c.preamble.name for c in p.counters] == ["MyIngress.port_counter"]
+
+
+@needs_compiler
+def test_main_direct_counter(tmp_path):
+    out = tmp_path / "p4info.bin"
+    program = PROGRAM.parent / "direct_counter.p4"
+    assert main([str(program), "--format", "binary", "-o", str(out)]) == 0
+    p = p4info_pb2.P4Info.FromString(out.read_bytes())
+    (table,) = p.tables
+    (dc,) = p.direct_counters
+    assert dc.preamble.id == p4c_id(0x13, "MyIngress.count_counter")
+    assert dc.direct_table_id == table.preamble.id
+    assert list(table.direct_resource_ids) == [dc.preamble.id]
 
 
 @needs_compiler

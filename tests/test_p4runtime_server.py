@@ -25,6 +25,7 @@ from p4sim.p4info import map_value  # noqa: E402
 from p4sim.p4runtime import P4RuntimeServer  # noqa: E402
 
 PROGRAM = Path(__file__).parent / "p4rt" / "p4rt_test.p4"
+DIRECT_COUNTER_PROGRAM = Path(__file__).parent / "p4rt" / "direct_counter.p4"
 CPU_PORT = 255
 DEVICE_ID = 1
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
@@ -566,36 +567,57 @@ def test_counters(harness, client, p4i):
     assert expect_error(client, INSERT, entity(counter_entry=ce)) == Code.INVALID_ARGUMENT
 
 
-def test_direct_counters(harness, client, p4i):
-    te = p4i.table_entry(ACL_T, {}, p4i.action("MyIngress.forward", port=2), priority=1)
-    te.counter_data.packet_count = 5
-    client.insert(entity(table_entry=te))
-    harness.inject(1, ethernet(MAC1, payload=ipv4("1.1.1.1", "2.2.2.2")))
-    query = pb.TableEntry(table_id=te.table_id)
-    query.counter_data.SetInParent()
-    (read,) = [e.table_entry for e in client.read(entity(table_entry=query))]
-    assert read.counter_data.packet_count == 6
-    assert not table_entries(client, te.table_id)[0].HasField("counter_data")
+def test_direct_counters():
+    h = Harness(load(str(DIRECT_COUNTER_PROGRAM)))
+    client = Client(h.address)
+    try:
+        client.arbitrate((0, 1))
+        p4i = client.p4info()
+        table = "MyIngress.count_t"
+        (dc,) = p4i.msg.direct_counters
+        assert dc.direct_table_id == p4i.table_id(table)
+        assert list(p4i.tables[table].direct_resource_ids) == [dc.preamble.id]
+        te = p4i.table_entry(table, {}, p4i.action("MyIngress.forward", port=2), priority=1)
+        te.counter_data.packet_count = 5
+        client.insert(entity(table_entry=te))
+        h.inject(1, ethernet(MAC1))
+        assert h.wait_outputs(1)[0][0] == 2
 
-    dce = pb.DirectCounterEntry()
-    dce.table_entry.CopyFrom(p4i.table_entry(ACL_T, {}, priority=1))
-    dce.data.packet_count, dce.data.byte_count = 9, 99
-    client.modify(entity(direct_counter_entry=dce))
-    (got,) = client.read(entity(direct_counter_entry=pb.DirectCounterEntry(
-        table_entry=pb.TableEntry(table_id=te.table_id))))
-    assert got.direct_counter_entry.data == dce.data
+        query = pb.TableEntry(table_id=te.table_id)
+        query.counter_data.SetInParent()
+        (read,) = [e.table_entry for e in client.read(entity(table_entry=query))]
+        assert read.counter_data.packet_count == 6
+        assert read.counter_data.byte_count == 14
+        assert not table_entries(client, te.table_id)[0].HasField("counter_data")
 
-    missing = pb.DirectCounterEntry()
-    missing.table_entry.CopyFrom(p4i.table_entry(ACL_T, {}, priority=2))
-    missing.data.packet_count = 1
+        dce = pb.DirectCounterEntry()
+        dce.table_entry.CopyFrom(p4i.table_entry(table, {}, priority=1))
+        dce.data.packet_count, dce.data.byte_count = 9, 99
+        client.modify(entity(direct_counter_entry=dce))
+        (got,) = client.read(entity(direct_counter_entry=pb.DirectCounterEntry(
+            table_entry=pb.TableEntry(table_id=te.table_id))))
+        assert got.direct_counter_entry.data == dce.data
+        assert got.direct_counter_entry.table_entry.priority == 1
+
+        missing = pb.DirectCounterEntry()
+        missing.table_entry.CopyFrom(p4i.table_entry(table, {}, priority=2))
+        missing.data.packet_count = 1
+        assert expect_update_errors(
+            client, pb.Update(type=MODIFY, entity=entity(direct_counter_entry=missing)),
+            pb.Update(type=INSERT, entity=entity(direct_counter_entry=dce))) == [
+            Code.NOT_FOUND, Code.INVALID_ARGUMENT]
+    finally:
+        client.close()
+        h.server.stop()
+
+
+def test_direct_counter_requests_on_a_table_without_one(client, p4i):
     wrong_table = pb.DirectCounterEntry()
     wrong_table.table_entry.CopyFrom(p4i.table_entry(
         EXACT_T, {"hdr.ethernet.dstAddr": ("exact", {"value": MAC1})}))
-    assert expect_update_errors(client, *(
-        pb.Update(type=MODIFY, entity=entity(direct_counter_entry=d))
-        for d in (missing, wrong_table)),
-        pb.Update(type=INSERT, entity=entity(direct_counter_entry=dce))) == [
-        Code.NOT_FOUND, Code.INVALID_ARGUMENT, Code.INVALID_ARGUMENT]
+    wrong_table.data.packet_count = 1
+    assert expect_error(client, MODIFY, entity(direct_counter_entry=wrong_table)) == \
+        Code.INVALID_ARGUMENT
 
 
 # ====================================================================== PRE

@@ -718,6 +718,9 @@ class Compiler:
         inst = externs.declare_extern_instance(self, d, t, ctx)
         ctx.scope.define(d.name, Binding("extern", inst.type, py=inst.py, decl=d, info=inst))
 
+    def _object(self, py_name: str) -> RuntimeObject:
+        return next(o for o in self.objects if o.py_name == py_name)
+
     def add_object(self, base: str, kind: str, **params: Any) -> str:
         py = self.unique_py(base)
         self.objects.append(RuntimeObject(py, kind, params))
@@ -816,14 +819,14 @@ class Compiler:
                 info.direct_counter = inst.fq_name
                 self.info.counters[inst.fq_name].direct_table = fq
                 trec.direct_counter_py = inst.py
-                inst.params["table"] = fq
+                self._object(inst.py).params["table"] = fq
             else:
                 if inst.type.name not in ("direct_meter", "DirectMeter"):
                     raise _err(p, f"'{p.value.name}' is not a direct meter")
                 info.direct_meter = inst.fq_name
                 self.info.meters[inst.fq_name].direct_table = fq
                 trec.direct_meter_py = inst.py
-                inst.params["table"] = fq
+                self._object(inst.py).params["table"] = fq
         self.info.tables[fq] = info
         scope.define(d.name, Binding("table", TableT(d), py=rec_py, decl=d, info=trec))
 

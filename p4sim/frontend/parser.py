@@ -285,7 +285,7 @@ class _PostLex:
 def _lark() -> tuple[Lark, _PostLex]:
     post = _PostLex()
     parser = Lark(_GRAMMAR.read_text(), parser="lalr", lexer="basic", postlex=post,
-                  propagate_positions=True, maybe_placeholders=True, cache=False)
+                  propagate_positions=True, maybe_placeholders=True, cache=True)
     return parser, post
 
 

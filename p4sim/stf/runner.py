@@ -32,7 +32,6 @@ import argparse
 import re
 import sys
 import traceback
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from p4sim.errors import CompileError, P4SimError
@@ -67,44 +66,24 @@ def resolve_name(name: str, candidates: Iterable[str], what: str) -> str:
     raise ValueError(f"no {what} named '{name}' (available: {avail})")
 
 
+def compare_packet(pattern: str, exact: bool, data: bytes) -> str | None:
+    """Compare an output packet with an expect pattern (hex nibbles, '*' = any nibble) the way
+    p4c's testutils.compare_pkt does; return None when it matches, else what is wrong."""
+    got = data.hex().upper()
+    if exact and len(got) > len(pattern):
+        return (f"received packet too long: {len(got) / 2:g} bytes, the expectation ends with "
+                f"'$' after {len(pattern) / 2:g}")
+    if len(got) < len(pattern):
+        return f"received packet too short: {len(got) / 2:g} bytes, expected {len(pattern) / 2:g}"
+    for i, ch in enumerate(pattern):
+        if ch != "*" and ch != got[i]:
+            return (f"differs at nibble {i} (byte {i // 2}): expected {ch}, received {got[i]}")
+    return None
+
+
 def _normalize_key_name(name: str) -> str:
     # bmv2stf.py writes header-stack elements as stack$0; P4 names are stack[0].
     return re.sub(r"\$([0-9]+)", r"[\1]", name)
-
-
-@dataclass
-class _Group:
-    nodes: list[int] = field(default_factory=list)
-
-
-class _PreAdapter:
-    """Maps bmv2's CLI view of the replication engine (groups of nodes, each node a replication
-    id and a port list; mirroring sessions) onto the switch's replication engine."""
-
-    def __init__(self, pre: Any) -> None:
-        self.pre = pre
-
-    def _call(self, names: Sequence[str], *args: Any) -> Any:
-        for n in names:
-            fn = getattr(self.pre, n, None)
-            if callable(fn):
-                return fn(*args)
-        raise StfError("the switch's replication engine has none of: " + ", ".join(names))
-
-    def set_group(self, group: int, replicas: list[tuple[int, int]]) -> None:
-        self._call(("set_multicast_group", "write_multicast_group", "set_group"), group,
-                   replicas)
-
-    def set_clone_session(self, session: int, port: int) -> None:
-        self._call(("set_clone_session", "write_clone_session", "set_mirroring_session"),
-                   session, [(port, 0)])
-
-    def set_clone_session_group(self, session: int, group: int) -> None:
-        self._call(("set_clone_session_group", "set_mirroring_session_mc"), session, group)
-
-    def delete_clone_session(self, session: int) -> None:
-        self._call(("delete_clone_session", "remove_clone_session",
-                    "delete_mirroring_session"), session)
 
 
 class _Runner:
@@ -123,14 +102,15 @@ class _Runner:
         self.handles: dict[str, tuple[str, dict[str, FieldMatch], int]] = {}
         self.auto_prio: dict[str, int] = {}
         self.last_packet: tuple[P.Packet, int] | None = None   # (command, outputs seen)
-        self.groups: dict[int, _Group] = {}
-        self.nodes: list[tuple[int, list[int]] | None] = []   # handle -> (rid, ports)
-        self.pre = _PreAdapter(getattr(sw, "pre", None))
+        # bmv2's CLI view of the replication engine (groups of nodes; mirroring sessions)
+        # is implemented by the switch's PacketReplicationEngine itself.
+        self.pre = sw.pre
 
     # -- reporting
     def err(self, cmd: P.Command | int, msg: str) -> StfError:
-        line = cmd if isinstance(cmd, int) else cmd.line
-        return StfError(msg, self.stf.path, line)
+        if isinstance(cmd, int):
+            return StfError(msg, self.stf.path, cmd)
+        return StfError(msg, self.stf.path, cmd.line, cmd.col)
 
     def fail(self, line: int, msg: str) -> None:
         self.failed += 1
@@ -484,70 +464,45 @@ class _Runner:
         if len(cmd.rates) != 2:
             raise self.err(cmd, "meter rates: give committed and peak RATE:BURST pairs (two "
                                 "pairs, as for a v1model two-rate three-colour meter)")
-        # bmv2's CLI takes rates per microsecond; the switch API takes them per second.
-        (cir, cburst), (pir, pburst) = cmd.rates
         indices = [cmd.index] if cmd.index is not None else range(self.info.meters[name].size)
+        meter = getattr(self.sw, "meters", {}).get(name)
         for i in indices:
-            self.sw.meter_set_rates(name, i, round(cir * 1e6), cburst, round(pir * 1e6),
-                                    pburst)
+            if hasattr(meter, "set_rates_cli"):
+                # bmv2's CLI form: rates per microsecond, kept exact.
+                meter.set_rates_cli(i, list(cmd.rates))
+            else:
+                # The Switch API takes rates per second.
+                (cir, cburst), (pir, pburst) = cmd.rates
+                self.sw.meter_set_rates(name, i, round(cir * 1e6), cburst, round(pir * 1e6),
+                                        pburst)
 
     def do_MeterGetRates(self, cmd: P.MeterGetRates) -> None:
         raise self.err(cmd, "meter_get_rates is not supported by the p4sim STF runner")
 
-    # -- packet replication engine
-    def push_group(self, group: int) -> None:
-        replicas: list[tuple[int, int]] = []
-        for h in self.groups[group].nodes:
-            node = self.nodes[h]
-            if node is not None:
-                rid, ports = node
-                # bmv2 replicates a node to its ports in increasing port order.
-                replicas.extend((p, rid) for p in sorted(set(ports)))
-        self.pre.set_group(group, replicas)
-
+    # -- packet replication engine (bmv2 simple_switch_CLI commands, passed through)
     def do_McMgrpCreate(self, cmd: P.McMgrpCreate) -> None:
-        if cmd.group in self.groups:
-            raise self.err(cmd, f"multicast group {cmd.group} already exists")
         # As in bmv2's simple_pre, a group's handle is its id.
-        self.groups[cmd.group] = _Group()
-        self.push_group(cmd.group)
+        self.pre.mc_mgrp_create(cmd.group)
 
     def do_McNodeCreate(self, cmd: P.McNodeCreate) -> None:
         # bmv2 hands out node handles 0, 1, 2, ... in creation order.
-        self.nodes.append((cmd.rid, list(cmd.ports)))
-        self.note(cmd.line, f"mc_node_create: node handle {len(self.nodes) - 1}")
-
-    def node(self, cmd: P.Command, handle: int) -> tuple[int, list[int]]:
-        if handle >= len(self.nodes) or self.nodes[handle] is None:
-            raise self.err(cmd, f"no multicast node with handle {handle}")
-        return self.nodes[handle]  # type: ignore[return-value]
+        handle = self.pre.mc_node_create(cmd.rid, list(cmd.ports))
+        self.note(cmd.line, f"mc_node_create: node handle {handle}")
 
     def do_McNodeUpdate(self, cmd: P.McNodeUpdate) -> None:
-        rid, _ = self.node(cmd, cmd.node)
-        self.nodes[cmd.node] = (rid, list(cmd.ports))
-        for gid, g in self.groups.items():
-            if cmd.node in g.nodes:
-                self.push_group(gid)
+        self.pre.mc_node_update(cmd.node, list(cmd.ports))
 
     def do_McNodeAssociate(self, cmd: P.McNodeAssociate) -> None:
-        if cmd.group not in self.groups:
-            raise self.err(cmd, f"no multicast group with handle {cmd.group} "
-                                "(create it with mc_mgrp_create)")
-        self.node(cmd, cmd.node)
-        for gid, g in self.groups.items():
-            if cmd.node in g.nodes:
-                raise self.err(cmd, f"node {cmd.node} is already associated with group {gid}")
-        self.groups[cmd.group].nodes.append(cmd.node)
-        self.push_group(cmd.group)
+        self.pre.mc_node_associate(cmd.group, cmd.node)
 
     def do_MirroringAdd(self, cmd: P.MirroringAdd) -> None:
-        self.pre.set_clone_session(cmd.session, cmd.port)
+        self.pre.mirroring_add(cmd.session, cmd.port)
 
     def do_MirroringAddMc(self, cmd: P.MirroringAddMc) -> None:
-        self.pre.set_clone_session_group(cmd.session, cmd.group)
+        self.pre.mirroring_add_mc(cmd.session, cmd.group)
 
     def do_MirroringDelete(self, cmd: P.MirroringDelete) -> None:
-        self.pre.delete_clone_session(cmd.session)
+        self.pre.mirroring_delete(cmd.session)
 
     def do_MirroringGet(self, cmd: P.MirroringGet) -> None:
         raise self.err(cmd, "mirroring_get is not supported by the p4sim STF runner")

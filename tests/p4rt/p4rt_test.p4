@@ -1,6 +1,6 @@
-/* Test program for the P4Runtime server: one table per match kind, a const table, a register,
- * indexed and direct counters, a digest, multicast/clone actions and controller headers.
- * Port 255 is the CPU port. */
+/* Test program for the P4Runtime server: exact, lpm and ternary+range+optional tables, a const
+ * table, a register, an indexed counter, a digest, multicast/clone actions and controller
+ * headers (direct counters are in direct_counter.p4). Port 255 is the CPU port. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -87,7 +87,6 @@ control MyVerifyChecksum(inout headers hdr, inout metadata meta) {
 control MyIngress(inout headers hdr, inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
     counter<bit<32>>(16, CounterType.packets_and_bytes) port_counter;
-    direct_counter(CounterType.packets_and_bytes) acl_counter;
     register<bit<32>, bit<32>>(8) pkt_count;
 
     action drop() {
@@ -135,7 +134,6 @@ control MyIngress(inout headers hdr, inout metadata meta,
         }
         actions = { forward; drop; @tableonly to_cpu; NoAction; }
         default_action = NoAction();
-        // counters = acl_counter;
     }
     table const_t {
         key = { hdr.ethernet.etherType: exact; }

@@ -73,7 +73,7 @@ control L2Verify(inout headers_t hdr, inout meta_t meta) {
 }
 
 control L2Ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    register<bit<32>>(8) tag_reg;
+    register<bit<32>, bit<32>>(8) tag_reg;
 
     action forward(bit<9> port) {
         sm.egress_spec = port;

@@ -1,0 +1,84 @@
+"""Load-time errors carry file:line:col and say what is wrong."""
+from pathlib import Path
+
+import pytest
+
+from p4sim import CompileError, load_program
+
+PRELUDE = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct hs_t { h_t h; }
+struct m_t { bit<8> x; }
+parser P(packet_in pkt, out hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout hs_t hdr, inout m_t meta) { apply { } }
+control Eg(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout hs_t hdr, inout m_t meta) { apply { } }
+control D(packet_out pkt, in hs_t hdr) { apply { pkt.emit(hdr.h); } }
+"""
+MAIN = "V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;\n"
+
+
+def load_ingress(tmp_path: Path, body: str):
+    src = PRELUDE + "control Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {\n" + body + "\n}\n" + MAIN
+    p = tmp_path / "prog.p4"
+    p.write_text(src)
+    return load_program(str(p)), p, PRELUDE.count("\n") + 2
+
+
+@pytest.mark.parametrize("body,message", [
+    ("apply { hdr.h.a = hdr.h.a + hdr.h.b; }", "type mismatch: bit<8> and bit<16>"),
+    ("apply { hdr.h.a = undefined_thing; }", "unknown name 'undefined_thing'"),
+    ("apply { hdr.h.a = 8w1 + ; }", "syntax error"),
+    ("action a(bit<8> v) { hdr.h.a = v; } apply { a(); }", "missing argument for parameter 'v'"),
+    ("action a(bit<8> v) { hdr.h.a = v; } apply { a(1, 2); }", "takes 1 arguments, got 2"),
+    ("apply { hdr.h.a[9:2] = 1; }", "slice [9:2] out of range for bit<8>"),
+    ("apply { hdr.nope.setValid(); }", "struct hs_t has no field 'nope'"),
+    ("table t { key = { hdr.h.a : fuzzy; } actions = { NoAction; } } apply { t.apply(); }",
+     "unknown match kind 'fuzzy'"),
+    ("apply { bit<8> x = 1; x.foo(); }", "unknown method 'foo'"),
+])
+def test_error_has_position_and_message(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(CompileError) as info:
+        load_ingress(tmp_path, body)
+    err = info.value
+    assert message in err.message
+    assert err.file.endswith("prog.p4")
+    assert err.line is not None and err.line >= PRELUDE.count("\n") + 1
+    assert str(err).startswith(f"{err.file}:{err.line}")
+
+
+def test_assigning_in_parameter_is_rejected(tmp_path: Path) -> None:
+    src = PRELUDE.replace("control D(packet_out pkt, in hs_t hdr) { apply { pkt.emit(hdr.h); } }",
+                          "control D(packet_out pkt, in hs_t hdr) { apply { hdr.h.a = 1; pkt.emit(hdr.h); } }")
+    src += "control Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }\n" + MAIN
+    p = tmp_path / "in_param.p4"
+    p.write_text(src)
+    with pytest.raises(CompileError, match="read-only"):
+        load_program(str(p))
+
+
+def test_missing_file_and_bad_arch(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match="No such file"):
+        load_program(str(tmp_path / "missing.p4"))
+    p = tmp_path / "x.p4"
+    p.write_text("")
+    with pytest.raises(CompileError, match="unknown architecture"):
+        load_program(str(p), arch="psa")
+
+
+def test_varbit_is_rejected_clearly(tmp_path: Path) -> None:
+    src = PRELUDE.replace("header h_t { bit<8> a; bit<16> b; }", "header h_t { bit<8> a; bit<16> b; varbit<32> opts; }")
+    p = tmp_path / "vb.p4"
+    p.write_text(src + "control Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }\n" + MAIN)
+    with pytest.raises(CompileError, match="varbit is not supported"):
+        load_program(str(p))
+
+
+def test_preprocessor_error_is_reported(tmp_path: Path) -> None:
+    p = tmp_path / "inc.p4"
+    p.write_text('#include "does_not_exist.p4"\n')
+    with pytest.raises(CompileError, match="preprocessor"):
+        load_program(str(p))
