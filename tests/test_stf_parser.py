@@ -9,10 +9,10 @@ from typing import Callable
 
 import pytest
 
-from p4sim.runtime.pre import PacketReplicationEngine
 from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, CounterInfo,
                                  Exact, KeyField, Lpm, Optional, ProgramInfo, Range,
                                  RegisterInfo, TableEntry, TableInfo, Ternary)
+from p4sim.runtime.pre import PacketReplicationEngine
 from p4sim.stf import parser as P
 from p4sim.stf.parser import StfError, parse_stf
 from p4sim.stf.runner import resolve_name, run_stf_on_switch
