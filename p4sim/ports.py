@@ -394,8 +394,8 @@ class DataplaneLoop:
         if port.impairer is None:
             port.send(frame)
             return
-        now = self._clock()
         with self._tx_lock:
+            now = self._clock()  # read under the lock: due times stay monotonic across threads
             due = port.impairer.decide(now)
             if due is None:
                 port.counters.dropped += 1

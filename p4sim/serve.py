@@ -191,9 +191,13 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
     include_dirs = list(args.include_dirs)
     try:
         prog = load_program(args.program, arch=args.arch, include_dirs=include_dirs)
+        switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed)
     except (P4SimError, OSError) as e:
         raise UsageError(f"cannot load {args.program}: {e}") from None
-    switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed)
+    except Exception as e:  # a compiler bug: still one clear line, details at debug level
+        log.debug("loading %s failed", args.program, exc_info=True)
+        raise UsageError(f"cannot load {args.program}: internal error: "
+                         f"{type(e).__name__}: {e}") from None
 
     if args.pcap_dir:
         try:

@@ -302,9 +302,9 @@ def test_main_writes_the_p4info(tmp_path, fmt):
 
 
 @needs_compiler
-def test_main_direct_counter(tmp_path):
+def test_main_direct_counter_and_meter(tmp_path):
     out = tmp_path / "p4info.bin"
-    program = PROGRAM.parent / "direct_counter.p4"
+    program = PROGRAM.parent / "counters_meters.p4"
     assert main([str(program), "--format", "binary", "-o", str(out)]) == 0
     p = p4info_pb2.P4Info.FromString(out.read_bytes())
     (table,) = p.tables
@@ -312,6 +312,8 @@ def test_main_direct_counter(tmp_path):
     assert dc.preamble.id == p4c_id(0x13, "MyIngress.count_counter")
     assert dc.direct_table_id == table.preamble.id
     assert list(table.direct_resource_ids) == [dc.preamble.id]
+    (meter,) = p.meters
+    assert meter.preamble.id == p4c_id(0x14, "MyIngress.port_meter") and meter.size == 4
 
 
 @needs_compiler

@@ -28,7 +28,7 @@ from p4sim.p4info import map_value  # noqa: E402
 from p4sim.p4runtime import P4RuntimeServer  # noqa: E402
 
 PROGRAM = Path(__file__).parent / "p4rt" / "p4rt_test.p4"
-DIRECT_COUNTER_PROGRAM = Path(__file__).parent / "p4rt" / "direct_counter.p4"
+COUNTERS_METERS_PROGRAM = Path(__file__).parent / "p4rt" / "counters_meters.p4"
 CPU_PORT = 255
 DEVICE_ID = 1
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
@@ -570,48 +570,90 @@ def test_counters(harness, client, p4i):
     assert expect_error(client, INSERT, entity(counter_entry=ce)) == Code.INVALID_ARGUMENT
 
 
-def test_direct_counters():
-    h = Harness(load(str(DIRECT_COUNTER_PROGRAM)))
+@pytest.fixture
+def cm_client():
+    """A primary client of a switch running counters_meters.p4."""
+    h = Harness(load(str(COUNTERS_METERS_PROGRAM)))
     client = Client(h.address)
-    try:
-        client.arbitrate((0, 1))
-        p4i = client.p4info()
-        table = "MyIngress.count_t"
-        (dc,) = p4i.msg.direct_counters
-        assert dc.direct_table_id == p4i.table_id(table)
-        assert list(p4i.tables[table].direct_resource_ids) == [dc.preamble.id]
-        te = p4i.table_entry(table, {}, p4i.action("MyIngress.forward", port=2), priority=1)
-        te.counter_data.packet_count = 5
-        client.insert(entity(table_entry=te))
-        h.inject(1, ethernet(MAC1))
-        assert h.wait_outputs(1)[0][0] == 2
+    client.arbitrate((0, 1))
+    yield h, client, client.p4info()
+    client.close()
+    h.server.stop()
 
-        query = pb.TableEntry(table_id=te.table_id)
-        query.counter_data.SetInParent()
-        (read,) = [e.table_entry for e in client.read(entity(table_entry=query))]
-        assert read.counter_data.packet_count == 6
-        assert read.counter_data.byte_count == 14
-        assert not table_entries(client, te.table_id)[0].HasField("counter_data")
 
-        dce = pb.DirectCounterEntry()
-        dce.table_entry.CopyFrom(p4i.table_entry(table, {}, priority=1))
-        dce.data.packet_count, dce.data.byte_count = 9, 99
-        client.modify(entity(direct_counter_entry=dce))
-        (got,) = client.read(entity(direct_counter_entry=pb.DirectCounterEntry(
-            table_entry=pb.TableEntry(table_id=te.table_id))))
-        assert got.direct_counter_entry.data == dce.data
-        assert got.direct_counter_entry.table_entry.priority == 1
+def test_direct_counters(cm_client):
+    h, client, p4i = cm_client
+    table = "MyIngress.count_t"
+    (dc,) = p4i.msg.direct_counters
+    assert dc.direct_table_id == p4i.table_id(table)
+    assert list(p4i.tables[table].direct_resource_ids) == [dc.preamble.id]
+    te = p4i.table_entry(table, {}, p4i.action("MyIngress.forward", port=2), priority=1)
+    te.counter_data.packet_count = 5
+    client.insert(entity(table_entry=te))
+    h.inject(1, ethernet(MAC1))
+    assert h.wait_outputs(1)[0][0] == 2
 
-        missing = pb.DirectCounterEntry()
-        missing.table_entry.CopyFrom(p4i.table_entry(table, {}, priority=2))
-        missing.data.packet_count = 1
-        assert expect_update_errors(
-            client, pb.Update(type=MODIFY, entity=entity(direct_counter_entry=missing)),
-            pb.Update(type=INSERT, entity=entity(direct_counter_entry=dce))) == [
-            Code.NOT_FOUND, Code.INVALID_ARGUMENT]
-    finally:
-        client.close()
-        h.server.stop()
+    query = pb.TableEntry(table_id=te.table_id)
+    query.counter_data.SetInParent()
+    (read,) = [e.table_entry for e in client.read(entity(table_entry=query))]
+    assert read.counter_data.packet_count == 6
+    assert read.counter_data.byte_count == 14
+    assert not table_entries(client, te.table_id)[0].HasField("counter_data")
+
+    dce = pb.DirectCounterEntry()
+    dce.table_entry.CopyFrom(p4i.table_entry(table, {}, priority=1))
+    dce.data.packet_count, dce.data.byte_count = 9, 99
+    client.modify(entity(direct_counter_entry=dce))
+    (got,) = client.read(entity(direct_counter_entry=pb.DirectCounterEntry(
+        table_entry=pb.TableEntry(table_id=te.table_id))))
+    assert got.direct_counter_entry.data == dce.data
+    assert got.direct_counter_entry.table_entry.priority == 1
+
+    missing = pb.DirectCounterEntry()
+    missing.table_entry.CopyFrom(p4i.table_entry(table, {}, priority=2))
+    missing.data.packet_count = 1
+    assert expect_update_errors(
+        client, pb.Update(type=MODIFY, entity=entity(direct_counter_entry=missing)),
+        pb.Update(type=INSERT, entity=entity(direct_counter_entry=dce))) == [
+        Code.NOT_FOUND, Code.INVALID_ARGUMENT]
+
+
+def test_meters(cm_client):
+    h, client, p4i = cm_client
+    (meter,) = p4i.msg.meters
+    assert (meter.size, meter.spec.unit) == (4, 2)  # PACKETS
+
+    def meter_entry(index: int | None = None, **config: int) -> pb.Entity:
+        me = pb.MeterEntry(meter_id=meter.preamble.id)
+        if index is not None:
+            me.index.index = index
+        if config:
+            me.config.CopyFrom(pb.MeterConfig(**config))
+        return entity(meter_entry=me)
+
+    client.modify(meter_entry(2, cir=100, cburst=10, pir=200, pburst=20))
+    read = [e.meter_entry for e in client.read(meter_entry())]
+    assert [e.index.index for e in read] == [0, 1, 2, 3]
+    assert [e.HasField("config") for e in read] == [False, False, True, False]
+    assert client.read(meter_entry(2)) == [meter_entry(2, cir=100, cburst=10, pir=200,
+                                                       pburst=20)]
+    client.modify(meter_entry(cir=1, cburst=1, pir=1, pburst=1))  # every index
+    assert all(e.meter_entry.config.pir == 1 for e in client.read(meter_entry()))
+    with_counters = meter_entry(1, cir=1, cburst=1, pir=1, pburst=1)
+    with_counters.meter_entry.counter_data.SetInParent()
+    assert expect_update_errors(client, *(pb.Update(type=t, entity=e) for t, e in (
+        (MODIFY, meter_entry(4, cir=1, cburst=1, pir=1, pburst=1)),
+        (MODIFY, meter_entry(1, cir=1, cburst=1, pir=1, pburst=1, eburst=5)),
+        (INSERT, meter_entry(1, cir=1, cburst=1, pir=1, pburst=1)),
+        (MODIFY, meter_entry(1)),
+        (MODIFY, with_counters)))) == [
+        Code.OUT_OF_RANGE, Code.INVALID_ARGUMENT, Code.INVALID_ARGUMENT, Code.UNIMPLEMENTED,
+        Code.UNIMPLEMENTED]
+    # the data plane still forwards through the metered action
+    client.insert(entity(table_entry=p4i.table_entry(
+        "MyIngress.count_t", {}, p4i.action("MyIngress.forward", port=2), priority=1)))
+    h.inject(1, ethernet(MAC1))
+    assert h.wait_outputs(1)[0][0] == 2
 
 
 def test_direct_counter_requests_on_a_table_without_one(client, p4i):
@@ -852,8 +894,8 @@ async def main():
             "MyIngress.exact_t", match=fy.P4TableMatch({"hdr.ethernet.dstAddr": 0x020000000001}),
             action=fy.P4TableAction("MyIngress.forward", port=3))])
         async for entry in sw.read(fy.P4TableEntry("MyIngress.exact_t")):
-            print("ENTRY", entry.match["hdr.ethernet.dstAddr"], entry.action.name,
-                  entry.action.args["port"])
+            print("ENTRY", sorted(entry.match.values()), entry.action.name,
+                  entry.action.args)
         await sw.write([fy.P4RegisterEntry("MyIngress.pkt_count", index=1, data=77)])
         async for reg in sw.read(fy.P4RegisterEntry("MyIngress.pkt_count", index=1)):
             print("REGISTER", reg.data)
@@ -877,7 +919,45 @@ def test_finsy_client_interoperates(harness, tmp_path):
     proc = subprocess.run([sys.executable, "-c", FINSY_CLIENT, harness.address, str(p4info),
                            str(PROGRAM)], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "ENTRY 0x20000000001 MyIngress.forward 3" in proc.stdout.replace(
-        "MAC", "")or "ENTRY" in proc.stdout, proc.stdout
+    assert f"ENTRY [{0x020000000001}] forward {{'port': 3}}" in proc.stdout, proc.stdout
     assert "REGISTER 77" in proc.stdout
     assert harness.switch is not before  # finsy installed the pipeline (new cookie)
+
+
+# ====================================================================== conversion helpers
+
+from p4sim.errors import OutOfRange  # noqa: E402
+from p4sim.p4runtime.convert import (bytes_to_int, int_to_bytes, pack_header,  # noqa: E402
+                                     signed_bytes_to_int, signed_int_to_bytes, unpack_header)
+
+
+# The examples of the P4Runtime spec's "Bytestrings" section.
+@pytest.mark.parametrize("signed,width,data,value", [
+    (False, 8, b"\x63", 99), (False, 16, b"\x00\x63", 99), (False, 16, b"\x63", 99),
+    (False, 16, b"\x30\x64", 12388), (False, 16, b"\x00\x30\x64", 12388),
+    (False, 12, b"\x00\x63", 99), (False, 12, b"\x00\x00\x63", 99),
+    (True, 8, b"\x63", 99), (True, 8, b"\x9d", -99), (True, 8, b"\xff\x9d", -99),
+    (True, 12, b"\xfd\x1d", -739), (True, 16, b"\x00\x00", 0), (True, 16, b"\x00", 0),
+])
+def test_valid_bytestrings(signed, width, data, value):
+    decode = signed_bytes_to_int if signed else bytes_to_int
+    assert decode(data, width) == value
+    encoded = (signed_int_to_bytes if signed else int_to_bytes)(value)
+    assert decode(encoded, width) == value and len(encoded) <= len(data)
+
+
+@pytest.mark.parametrize("signed,width,data", [
+    (False, 8, b"\x01\x63"), (False, 8, b""), (False, 16, b"\x01\x00\x63"),
+    (False, 12, b"\x10\x63"), (False, 12, b"\x01\x00\x63"), (False, 12, b"\x00\x40\x63"),
+    (True, 8, b"\x00\x9d"), (True, 12, b"\x8d\x1d"), (True, 16, b""),
+])
+def test_invalid_bytestrings(signed, width, data):
+    with pytest.raises(OutOfRange):
+        (signed_bytes_to_int if signed else bytes_to_int)(data, width)
+
+
+def test_controller_header_packing():
+    data = pack_header([(9, 0x1FF), (7, 0)]) + b"payload"
+    assert data[:2] == b"\xff\x80"
+    assert unpack_header([9, 7], data) == ([0x1FF, 0], b"payload")
+    assert pack_header([(3, 5)]) == b"\xa0"  # padded to a byte

@@ -660,8 +660,15 @@ class Compiler:
         return f"{_py_ident(name)}_{next(self._fresh)}"
 
     # ======================================================================== control locals
+    @staticmethod
+    def _check_redeclared(d: ast.Decl, scope: Scope) -> None:
+        if d.name in scope.names:
+            raise _err(d, f"'{d.name}' is already declared in this scope")
+
     def _control_local(self, d: ast.Decl, ctx: BodyCtx) -> None:
         scope = ctx.scope
+        if not isinstance(d, (ast.VarDecl, ast.ConstDecl)):
+            self._check_redeclared(d, scope)
         if isinstance(d, ast.ActionDecl):
             scope.define(d.name, Binding("action", decl=ActionRecord(d, self._fq(ctx.prefix, d), scope, ctx.prefix)))
             self._register_action(scope.lookup(d.name).decl)
@@ -895,6 +902,7 @@ class Compiler:
 
     # ======================================================================== local decls
     def compile_local_decl(self, d: ast.Decl, ctx: BodyCtx) -> None:
+        self._check_redeclared(d, ctx.scope)
         if isinstance(d, ast.ConstDecl):
             t = self.resolve_type(d.type_ref, ctx.scope)
             v = self.const_eval(d.value, ctx.scope, t)
@@ -1166,6 +1174,8 @@ class Compiler:
                     else:
                         # bmv2: setValid on an invalid header leaves fields as they are (zero-initialized)
                         ctx.w.line(f"{code}._v = True")
+                        for sib in self.union_siblings(base, ctx):
+                            ctx.w.line(f"{sib}._v = False")
                     return "", VoidT()
             if isinstance(t, StructT) and t.kind == "header_union" and m == "isValid":
                 return f"{code}.isValid()", BoolT()
@@ -1192,6 +1202,17 @@ class Compiler:
             if b.kind == "extern_function":
                 return externs.compile_extern_function(self, f.name, b.decl, call, ctx, statement)
         raise _err(call, f"'{expr_text(f)}' cannot be called")
+
+    def union_siblings(self, e: ast.Expr, ctx: BodyCtx) -> list[str]:
+        """Other members of the header union that ``e`` is a member of (a union holds at most
+        one valid member, so making one valid invalidates the rest)."""
+        if not isinstance(e, ast.Member):
+            return []
+        _, ut = self.type_of(e.expr, ctx)
+        if not (isinstance(ut, StructT) and ut.kind == "header_union"):
+            return []
+        base, _ = self.compile_expr(e.expr, ctx, lvalue=True)
+        return [f"{base}.{n}" for n, _ in ut.fields if n != e.member]
 
     def _binding_of(self, e: ast.Expr, ctx: BodyCtx) -> Binding | None:
         if isinstance(e, ast.Name):

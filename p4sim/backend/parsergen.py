@@ -181,6 +181,8 @@ def compile_packet_in_method(c: "Compiler", pkt: str, method: str, call: ast.Cal
         h = c.fresh("h")
         w.line(f"{h} = {code}")
         _extract_into(c, h, t, w, too_short, target)
+        for sib in c.union_siblings(target, ctx):
+            w.line(f"{sib}._v = False")
         return "", None
     if method == "lookahead":
         if len(call.type_args) != 1:

@@ -959,8 +959,20 @@ class _Builder(Transformer):
         return [d for d in items if isinstance(d, ast.Decl)]
 
 
+_UNSUPPORTED_SYNTAX = [
+    (re.compile(r"\bfor\s*\("), "for loops (P4_16 v1.2.4) are not supported by p4sim"),
+]
+
+
 def parse_text(src: SourceText) -> ast.Program:
     text, bodies = cut_annotation_bodies(src.text)
+    for pattern, message in _UNSUPPORTED_SYNTAX:
+        m = pattern.search(text)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            p = src.origin(line, col)
+            raise CompileError(message, p.file, p.line, p.col)
     parser, post = _lark()
     post.type_names = scan_type_names(text)
     try:

@@ -184,7 +184,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             futures.ThreadPoolExecutor(max_workers=self._max_workers,
                                        thread_name_prefix="p4rt"),
             options=[("grpc.max_receive_message_length", 256 << 20),
-                     ("grpc.max_send_message_length", 256 << 20)])
+                     ("grpc.max_send_message_length", 256 << 20),
+                     # without this a second server on a busy port "binds" silently (Linux)
+                     ("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
         port = server.add_insecure_port(address)
         if port == 0:

@@ -125,6 +125,7 @@ class V1ModelPipeline:
             return
         if sm.egress_spec == DROP_PORT:
             return
+        sm.instance_type = NORMAL          # bmv2 resets it for unicast (after resubmit/recirculate too)
         work.append(("egress", hdr, meta, sm, payload, sm.egress_spec, 0, passes))
 
     # ------------------------------------------------------------------ egress

@@ -245,7 +245,10 @@ class _Runner:
         tries = [name]
         for suffix in (".$valid$", ".valid", "$valid$"):
             if name.endswith(suffix):
-                tries.append(name[: -len(suffix)].rstrip(".") + ".isValid()")
+                # A validity key is "hdr.h.isValid()" in the P4 source, "hdr.h.$valid$" in
+                # p4c's P4Info and bmv2 JSON; STF files write h.$valid$ or h.valid.
+                base = name[: -len(suffix)].rstrip(".")
+                tries += [base + ".isValid()", base + ".$valid$"]
         first_error = None
         for n in tries:
             try:
@@ -508,14 +511,15 @@ class _Runner:
         raise self.err(cmd, "mirroring_get is not supported by the p4sim STF runner")
 
 
-def run_stf_on_switch(sw: Any, stf: P.StfFile, out: TextIO = sys.stdout) -> tuple[int, int]:
+def run_stf_on_switch(sw: Any, stf: P.StfFile, out: TextIO | None = None) -> tuple[int, int]:
     """Run parsed STF commands on an existing switch (anything with the ``Switch`` API);
-    print failures and the final ``N passed, M failed`` line; return (passed, failed)."""
-    return _Runner(sw, stf, out).run()
+    print failures and the final ``N passed, M failed`` line (to ``out``, default: the current
+    sys.stdout); return (passed, failed)."""
+    return _Runner(sw, stf, out if out is not None else sys.stdout).run()
 
 
 def run_stf(program_path: str, stf_path: str, arch: str = "v1model",
-            include_dirs: Sequence[str] = (), out: TextIO = sys.stdout) -> tuple[int, int]:
+            include_dirs: Sequence[str] = (), out: TextIO | None = None) -> tuple[int, int]:
     """Load ``program_path``, run the STF test ``stf_path`` on a fresh switch, print failures
     and finally ``N passed, M failed``; return (passed, failed). Raises CompileError for a bad
     program and StfError for a bad STF file or a command the switch refuses."""

@@ -1,4 +1,4 @@
-/* A table with a direct counter, for the P4Runtime server tests. */
+/* A table with a direct counter and an indexed meter, for the P4Runtime server tests. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -13,6 +13,7 @@ struct headers {
 }
 
 struct metadata {
+    bit<2> color;
 }
 
 parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
@@ -30,9 +31,11 @@ control MyVerifyChecksum(inout headers hdr, inout metadata meta) {
 control MyIngress(inout headers hdr, inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
     direct_counter(CounterType.packets_and_bytes) count_counter;
+    meter<bit<32>>(4, MeterType.packets) port_meter;
 
     action forward(bit<9> port) {
         standard_metadata.egress_spec = port;
+        port_meter.execute_meter((bit<32>) port, meta.color);
     }
 
     table count_t {
