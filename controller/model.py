@@ -1,0 +1,240 @@
+"""Inputs and outputs of the control-plane algorithms: topology, job, plan.
+
+Algorithms are pure functions ``(Topology, Job(s), options) -> Plan``. Everything here
+round-trips through JSON (schemas in docs/controller-schemas.md); units are explicit in names:
+capacities in Gb/s, memory in bytes (aggregator memory) or aggregator slots where a name says
+``_slots``, sizes in MB (10^6 bytes) as the papers give model sizes.
+"""
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+NodeKind = Literal["host", "switch"]
+
+
+class ModelError(ValueError):
+    """A topology, job or plan file is malformed; the message names the file and the field."""
+
+
+@dataclass
+class Node:
+    name: str
+    kind: NodeKind
+    role: str = ""                  # "core", "aggregation", "edge", "spine", "leaf", "worker", "ps"...
+    programmable: bool = False      # can aggregate in the data plane
+    memory_bytes: int = 0           # aggregator memory (0 for hosts and plain switches)
+    pipelines: int = 1              # INP pipelines (ARO); ports map to pipes with port_pipe
+    port_pipe: dict[int, int] = field(default_factory=dict)
+    capacity_gbps: float = 0.0      # aggregation processing capacity (0: unlimited / not INA)
+    switch_id: int = 0              # data-plane id (GOAT aggregation-node id); 0 for hosts
+
+
+@dataclass
+class Link:
+    a: str
+    b: str
+    capacity_gbps: float
+    a_port: int = 0
+    b_port: int = 0
+
+    def other(self, n: str) -> str:
+        return self.b if n == self.a else self.a
+
+    def port_of(self, n: str) -> int:
+        return self.a_port if n == self.a else self.b_port
+
+
+@dataclass
+class Topology:
+    name: str
+    nodes: dict[str, Node]
+    links: list[Link]
+    meta: dict[str, Any] = field(default_factory=dict)   # generator parameters, seed, tier order
+
+    def __post_init__(self) -> None:
+        self._adj: dict[str, list[Link]] = {n: [] for n in self.nodes}
+        for l in self.links:
+            if l.a not in self.nodes or l.b not in self.nodes:
+                raise ModelError(f"topology {self.name}: link {l.a}-{l.b} names an unknown node")
+            self._adj[l.a].append(l)
+            self._adj[l.b].append(l)
+
+    # ------------------------------------------------------------------ queries
+    def hosts(self) -> list[str]:
+        return [n for n, v in self.nodes.items() if v.kind == "host"]
+
+    def switches(self) -> list[str]:
+        return [n for n, v in self.nodes.items() if v.kind == "switch"]
+
+    def programmable_switches(self) -> list[str]:
+        return [n for n, v in self.nodes.items() if v.kind == "switch" and v.programmable]
+
+    def links_of(self, n: str) -> list[Link]:
+        return self._adj[n]
+
+    def neighbors(self, n: str) -> list[str]:
+        return [l.other(n) for l in self._adj[n]]
+
+    def link(self, a: str, b: str) -> Link:
+        for l in self._adj[a]:
+            if l.other(a) == b:
+                return l
+        raise KeyError(f"no link {a}-{b}")
+
+    def shortest_path(self, src: str, dst: str, avoid_hosts: bool = True) -> list[str]:
+        """A BFS shortest path (deterministic: neighbours in link order); hosts are not transit."""
+        prev: dict[str, str | None] = {src: None}
+        q = deque([src])
+        while q:
+            u = q.popleft()
+            if u == dst:
+                break
+            for v in self.neighbors(u):
+                if v in prev:
+                    continue
+                if avoid_hosts and self.nodes[v].kind == "host" and v != dst:
+                    continue
+                prev[v] = u
+                q.append(v)
+        if dst not in prev:
+            raise KeyError(f"no path {src} -> {dst}")
+        path = [dst]
+        while path[-1] != src:
+            path.append(prev[path[-1]])  # type: ignore[arg-type]
+        return path[::-1]
+
+    def tor_of(self, host: str) -> str:
+        """The switch a host attaches to (first switch neighbour)."""
+        for v in self.neighbors(host):
+            if self.nodes[v].kind == "switch":
+                return v
+        raise KeyError(f"host {host} has no switch neighbour")
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "meta": self.meta,
+                "nodes": [asdict(v) for v in self.nodes.values()],
+                "links": [asdict(l) for l in self.links]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "<topology>") -> "Topology":
+        try:
+            nodes = {}
+            for nd in d["nodes"]:
+                nd = dict(nd)
+                nd["port_pipe"] = {int(k): int(v) for k, v in nd.get("port_pipe", {}).items()}
+                n = Node(**nd)
+                if n.kind not in ("host", "switch"):
+                    raise ModelError(f"{source}: node {n.name}: kind must be 'host' or 'switch'")
+                if n.name in nodes:
+                    raise ModelError(f"{source}: node {n.name} is declared twice")
+                nodes[n.name] = n
+            links = [Link(**ld) for ld in d["links"]]
+            return cls(d.get("name", Path(source).stem), nodes, links, d.get("meta", {}))
+        except KeyError as e:
+            raise ModelError(f"{source}: missing field {e}") from None
+        except TypeError as e:
+            raise ModelError(f"{source}: bad field: {e}") from None
+
+
+@dataclass
+class SubModel:
+    name: str
+    size_mb: float                  # gradient size of this sub-model (MB)
+
+
+@dataclass
+class Job:
+    name: str
+    workers: list[str]
+    ps: list[str]                   # parameter servers (InArt may use several)
+    submodels: list[SubModel]
+    model: str = ""                 # model profile name, e.g. "resnet50"
+    priority: int = 0               # ESA: static part of the priority
+    job_id: int = 1                 # data-plane job id
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_mb(self) -> float:
+        return sum(s.size_mb for s in self.submodels)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "<job>") -> "Job":
+        try:
+            subs = [SubModel(**s) for s in d["submodels"]]
+            rest = {k: v for k, v in d.items() if k != "submodels"}
+            return cls(submodels=subs, **rest)
+        except KeyError as e:
+            raise ModelError(f"{source}: missing field {e}") from None
+        except TypeError as e:
+            raise ModelError(f"{source}: bad field: {e}") from None
+
+
+@dataclass
+class Plan:
+    """What a scheme decided. Fields not used by a scheme stay empty."""
+    scheme: str
+    jobs: list[str]
+    # GOAT: sub-model -> switches that aggregate it (x); worker -> sub-model -> node or None (y)
+    submodel_switches: dict[str, list[str]] = field(default_factory=dict)
+    aggregation_node: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # routing schemes: task -> worker -> node list (worker ... PS), task -> rate (Gb/s)
+    paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    rates: dict[str, float] = field(default_factory=dict)
+    # InArt: PS -> fraction of the model it owns
+    split: dict[str, float] = field(default_factory=dict)
+    objective: float | None = None
+    bound: float | None = None      # LP relaxation / upper or lower bound where one exists
+    status: str = "unknown"         # "optimal", "feasible", "heuristic", "infeasible", ...
+    solve_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "<plan>") -> "Plan":
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise ModelError(f"{source}: bad field: {e}") from None
+
+
+def load_json(path: str | Path) -> Any:
+    p = Path(path)
+    try:
+        return json.loads(p.read_text())
+    except OSError as e:
+        raise ModelError(f"{p}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{p}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+
+
+def save_json(obj: Any, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def load_topology(path: str | Path) -> Topology:
+    return Topology.from_dict(load_json(path), str(path))
+
+
+def load_job(path: str | Path) -> Job:
+    return Job.from_dict(load_json(path), str(path))
+
+
+def load_jobs(path: str | Path) -> list[Job]:
+    """A job file holds one job object or a list of them (multi-job schemes: ESA, ARO MJMT)."""
+    d = load_json(path)
+    items: Iterable[dict[str, Any]] = d if isinstance(d, list) else [d]
+    return [Job.from_dict(x, str(path)) for x in items]
+
+
+def load_plan(path: str | Path) -> Plan:
+    return Plan.from_dict(load_json(path), str(path))

@@ -1,0 +1,1 @@
+"""Paper reproductions and simulators; each module is runnable with python -m experiments.<name>."""
