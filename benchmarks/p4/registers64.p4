@@ -1,5 +1,6 @@
 // Benchmark: 64 register read-modify-writes per packet (an aggregation-style workload).
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
 header agg_t { bit<32> index; bit<32> value; }

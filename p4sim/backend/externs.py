@@ -203,7 +203,8 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             raise _err(call, f"{name}.{method} takes {' or '.join(map(str, allowed))} arguments, got {len(args)}")
 
     if name == "register":
-        vt, it = inst.type.args
+        vt = inst.type.args[0]
+        it = inst.type.args[1] if len(inst.type.args) > 1 else BitT(32)   # legacy register<T>
         idx_t = it if isinstance(it, BitT) else BitT(32)
         if method == "read":
             nargs(2)
@@ -220,7 +221,7 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
     if name == "counter":
         if method == "count":
             nargs(1)
-            it = inst.type.args[0]
+            it = inst.type.args[0] if inst.type.args else BitT(32)       # legacy counter
             w.line(f"{inst.py}.count({arg(0, it if isinstance(it, BitT) else BitT(32))}, _ctx.packet_length)")
             return "", VoidT()
     if name == "direct_counter":
@@ -230,7 +231,7 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
     if name == "meter":
         if method == "execute_meter":
             nargs(2)
-            it = inst.type.args[0]
+            it = inst.type.args[0] if inst.type.args else BitT(32)       # legacy meter
             c._check_lvalue(args[1].value, ctx)
             dst_t = c.lvalue_type(args[1].value, ctx)
             if not isinstance(dst_t, BitT):

@@ -1,11 +1,10 @@
 /*
  * p4sim: the v1model architecture (BMv2 simple_switch model).
  *
- * Written for p4sim; declaration-compatible with p4c's p4include/v1model.p4
- * as seen with V1MODEL_VERSION >= 20200408 (typed register/counter/meter
- * indices, PortId_t).  The pre-2020 declarations (register<T> with a bit<32>
- * index, non-generic counter and meter) are not provided: whatever value
- * V1MODEL_VERSION has, the 20200408 declarations are the ones declared here.
+ * Written for p4sim; declaration-compatible with p4c's p4include/v1model.p4.
+ * As in p4c, V1MODEL_VERSION selects the extern flavour: >= 20200408 gives typed
+ * register/counter/meter indices; the default (20180101) gives the older
+ * register<T>, counter and meter with bit<32> indices.
  */
 
 #ifndef _V1_MODEL_P4_
@@ -13,10 +12,9 @@
 
 #include "core.p4"
 
-// p4c defaults to 20180101 when a program does not say; p4sim only has the
-// current model, so it defaults to that instead.
+// Same default as p4c when a program does not say.
 #ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
+#define V1MODEL_VERSION 20180101
 #endif
 
 match_kind {
@@ -73,10 +71,17 @@ enum MeterType {
 }
 
 // Array of counters indexed by I.
+#if V1MODEL_VERSION >= 20200408
 extern counter<I> {
     counter(bit<32> size, CounterType type);
     void count(in I index);
 }
+#else
+extern counter {
+    counter(bit<32> size, CounterType type);
+    void count(in bit<32> index);
+}
+#endif
 
 // One counter per entry of the table it is attached to (counters = ...).
 extern direct_counter {
@@ -85,10 +90,17 @@ extern direct_counter {
 }
 
 // Array of meters indexed by I; result is 0 green, 1 yellow, 2 red.
+#if V1MODEL_VERSION >= 20200408
 extern meter<I> {
     meter(bit<32> size, MeterType type);
     void execute_meter<T>(in I index, out T result);
 }
+#else
+extern meter {
+    meter(bit<32> size, MeterType type);
+    void execute_meter<T>(in bit<32> index, out T result);
+}
+#endif
 
 // One meter per table entry (meters = ...); read() gives the colour.
 extern direct_meter<T> {
@@ -97,12 +109,21 @@ extern direct_meter<T> {
 }
 
 // Stateful array of T indexed by I.
+#if V1MODEL_VERSION >= 20200408
 extern register<T, I> {
     register(bit<32> size);
     @noSideEffects
     void read(out T result, in I index);
     void write(in I index, in T value);
 }
+#else
+extern register<T> {
+    register(bit<32> size);
+    @noSideEffects
+    void read(out T result, in bit<32> index);
+    void write(in bit<32> index, in T value);
+}
+#endif
 
 // Table implementation: action profile (shared action data).
 extern action_profile {

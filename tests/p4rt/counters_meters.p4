@@ -1,5 +1,6 @@
 /* A table with a direct counter and an indexed meter, for the P4Runtime server tests. */
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 header ethernet_t {

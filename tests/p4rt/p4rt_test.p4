@@ -2,6 +2,7 @@
  * table, a register, an indexed counter, a digest, multicast/clone actions and controller
  * headers (direct counters are in direct_counter.p4). Port 255 is the CPU port. */
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 const bit<9> CPU_PORT = 255;

@@ -6,6 +6,7 @@
  *     of register tag_reg[0], the ingress port and (in egress) the egress port, so the test
  *     sees register writes and each multicast copy's port on the wire. */
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #define CPU_PORT 255
