@@ -10,8 +10,10 @@ class P4SimError(Exception):
     """Base class of every error p4sim raises on purpose."""
 
 
-class CompileError(P4SimError):
-    """The program cannot be loaded: a syntax error, a type error or an unsupported construct."""
+class SourceError(P4SimError):
+    """An error at a place in an input file, shown as ``file:line:col: message``."""
+
+    default_file = "<input>"
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None,
                  col: int | None = None) -> None:
@@ -22,12 +24,16 @@ class CompileError(P4SimError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = self.file or "<input>"
+        where = self.file or self.default_file
         if self.line is not None:
             where += f":{self.line}"
             if self.col is not None:
                 where += f":{self.col}"
         return f"{where}: {self.message}"
+
+
+class CompileError(SourceError):
+    """The program cannot be loaded: a syntax error, a type error or an unsupported construct."""
 
 
 class ControlPlaneError(P4SimError):

@@ -28,27 +28,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Union
 
-from p4sim.errors import P4SimError
+from p4sim.errors import SourceError
 
 
-class StfError(P4SimError):
+class StfError(SourceError):
     """A malformed STF file, or an STF command that cannot be executed."""
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None,
-                 col: int | None = None) -> None:
-        self.message = message
-        self.file = file
-        self.line = line
-        self.col = col
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = self.file or "<stf>"
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.col is not None:
-                where += f":{self.col}"
-        return f"{where}: {self.message}"
+    default_file = "<stf>"
 
 
 # ---------------------------------------------------------------------------------------------
