@@ -134,11 +134,110 @@ class Topology:
                     raise ModelError(f"{source}: node {n.name} is declared twice")
                 nodes[n.name] = n
             links = [Link(**ld) for ld in d["links"]]
-            return cls(d.get("name", Path(source).stem), nodes, links, d.get("meta", {}))
+            try:
+                topo = cls(d.get("name", Path(source).stem), nodes, links, d.get("meta", {}))
+            except ModelError as e:
+                raise ModelError(f"{source}: {str(e).split(': ', 1)[-1]}") from None
+            topo.validate(source)
+            return topo
+        except ModelError:
+            raise
         except KeyError as e:
             raise ModelError(f"{source}: missing field {e}") from None
-        except TypeError as e:
+        except (TypeError, ValueError, AttributeError) as e:
             raise ModelError(f"{source}: bad field: {e}") from None
+
+    def validate(self, source: str = "<topology>") -> None:
+        """Type checks JSON cannot express (a string capacity would load silently otherwise)."""
+        for n in self.nodes.values():
+            _need(isinstance(n.name, str) and n.name != "", source, f"node name {n.name!r} must be a non-empty string")
+            _need(_is_num(n.memory_bytes) and n.memory_bytes >= 0, source, f"node {n.name}: memory_bytes must be >= 0")
+            _need(_is_num(n.capacity_gbps) and n.capacity_gbps >= 0, source, f"node {n.name}: capacity_gbps must be >= 0")
+            _need(isinstance(n.pipelines, int) and n.pipelines >= 1, source, f"node {n.name}: pipelines must be an integer >= 1")
+            _need(isinstance(n.programmable, bool), source, f"node {n.name}: programmable must be true/false")
+            _need(isinstance(n.switch_id, int), source, f"node {n.name}: switch_id must be an integer")
+            for port, pipe in n.port_pipe.items():
+                _need(0 <= pipe < n.pipelines, source, f"node {n.name}: port {port} maps to pipe {pipe} outside 0..{n.pipelines - 1}")
+        for l in self.links:
+            _need(_is_num(l.capacity_gbps) and l.capacity_gbps > 0, source, f"link {l.a}-{l.b}: capacity_gbps must be > 0")
+            _need(isinstance(l.a_port, int) and isinstance(l.b_port, int), source, f"link {l.a}-{l.b}: ports must be integers")
+            _need(l.a != l.b, source, f"link {l.a}-{l.b} is a self-loop")
+
+    # ------------------------------------------------------------------ helpers for algorithms
+    def hop_distances(self, src: str) -> dict[str, int]:
+        """Hop count from src to every reachable node (BFS; hosts other than src are not transit)."""
+        dist = {src: 0}
+        q = deque([src])
+        while q:
+            u = q.popleft()
+            if u != src and self.nodes[u].kind == "host":
+                continue
+            for v in self.neighbors(u):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    q.append(v)
+        return dist
+
+    def shortest_paths(self, src: str, dst: str, limit: int = 1024) -> list[list[str]]:
+        """All shortest src->dst paths (hosts not transit), in deterministic order, at most `limit`."""
+        to_dst = self.hop_distances(dst)
+        if src not in to_dst:
+            raise KeyError(f"no path {src} -> {dst}")
+        out: list[list[str]] = []
+
+        def walk(path: list[str]) -> None:
+            if len(out) >= limit:
+                return
+            u = path[-1]
+            if u == dst:
+                out.append(list(path))
+                return
+            for v in self.neighbors(u):
+                if to_dst.get(v) == to_dst[u] - 1 and (v == dst or self.nodes[v].kind == "switch"):
+                    path.append(v)
+                    walk(path)
+                    path.pop()
+
+        walk([src])
+        return out
+
+    def tier_level(self, n: str) -> int | None:
+        """Position of a node's tier in meta["tiers"] (hosts 0, ToR 1, ...); None without tiers."""
+        tiers = self.meta.get("tiers")
+        if not tiers:
+            return None
+        node = self.nodes[n]
+        if node.kind == "host":
+            return 0
+        return tiers.index(node.role) if node.role in tiers else None
+
+    def port_pipe_of(self, switch: str, port: int) -> int:
+        """Ingress pipe of a port (0 on single-pipe switches or unmapped ports)."""
+        node = self.nodes[switch]
+        return node.port_pipe.get(port, 0) if node.pipelines > 1 else 0
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _need(cond: bool, source: str, msg: str) -> None:
+    if not cond:
+        raise ModelError(f"{source}: {msg}")
+
+
+def task_key(job: "Job", ps: str) -> str:
+    """Name of the aggregation task (ARO §III-B) of `job` towards parameter server `ps`.
+
+    A single-PS job's task is named like the job; a multi-PS job has one task per PS, "job@ps".
+    Plans key ``paths`` and ``rates`` by these names."""
+    return job.name if len(job.ps) == 1 else f"{job.name}@{ps}"
+
+
+def submodel_key(job: "Job", sub: "SubModel", multi_job: bool) -> str:
+    """Key of a sub-model in ``submodel_switches`` / ``aggregation_node``: its name, or "job/name"
+    when the plan covers several jobs (the checker accepts both forms where unambiguous)."""
+    return f"{job.name}/{sub.name}" if multi_job else sub.name
 
 
 @dataclass
@@ -170,11 +269,35 @@ class Job:
         try:
             subs = [SubModel(**s) for s in d["submodels"]]
             rest = {k: v for k, v in d.items() if k != "submodels"}
-            return cls(submodels=subs, **rest)
+            job = cls(submodels=subs, **rest)
+            job.validate(source=source)
+            return job
+        except ModelError:
+            raise
         except KeyError as e:
             raise ModelError(f"{source}: missing field {e}") from None
-        except TypeError as e:
+        except (TypeError, ValueError, AttributeError) as e:
             raise ModelError(f"{source}: bad field: {e}") from None
+
+    def validate(self, topology: "Topology | None" = None, source: str = "<job>") -> None:
+        """Field types, and (with a topology) that workers and PSs are distinct hosts in it."""
+        _need(isinstance(self.name, str) and self.name != "", source, "job name must be a non-empty string")
+        _need(isinstance(self.workers, list) and all(isinstance(w, str) for w in self.workers),
+              source, f"job {self.name}: workers must be a list of host names")
+        _need(isinstance(self.ps, list) and len(self.ps) >= 1 and all(isinstance(p, str) for p in self.ps),
+              source, f"job {self.name}: ps must be a non-empty list of host names")
+        _need(len(self.submodels) >= 1, source, f"job {self.name}: needs at least one sub-model")
+        names = [s.name for s in self.submodels]
+        _need(len(set(names)) == len(names), source, f"job {self.name}: sub-model names repeat")
+        for s in self.submodels:
+            _need(_is_num(s.size_mb) and s.size_mb > 0, source, f"job {self.name}: sub-model {s.name}: size_mb must be > 0")
+        _need(len(set(self.workers)) == len(self.workers), source, f"job {self.name}: a worker is listed twice")
+        _need(not set(self.workers) & set(self.ps), source, f"job {self.name}: a host is both worker and PS")
+        if topology is not None:
+            for h in self.workers + self.ps:
+                node = topology.nodes.get(h)
+                _need(node is not None and node.kind == "host", source,
+                      f"job {self.name}: {h} is not a host of topology {topology.name}")
 
 
 @dataclass
@@ -201,6 +324,8 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "<plan>") -> "Plan":
+        if not isinstance(d, dict):
+            raise ModelError(f"{source}: a plan must be a JSON object")
         try:
             return cls(**d)
         except TypeError as e:
@@ -233,7 +358,12 @@ def load_jobs(path: str | Path) -> list[Job]:
     """A job file holds one job object or a list of them (multi-job schemes: ESA, ARO MJMT)."""
     d = load_json(path)
     items: Iterable[dict[str, Any]] = d if isinstance(d, list) else [d]
-    return [Job.from_dict(x, str(path)) for x in items]
+    jobs = [Job.from_dict(x, str(path)) for x in items]
+    if not jobs:
+        raise ModelError(f"{path}: no job in the file")
+    if len({j.name for j in jobs}) != len(jobs):
+        raise ModelError(f"{path}: job names repeat")
+    return jobs
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -1,0 +1,118 @@
+"""Table programming of the INA data plane (p4src/*), one method per table of docs/protocol.md.
+
+``InaTables`` writes through a *target* with p4sim's control-plane API (``table_insert``,
+``table_set_default``, ``pre``): an in-process ``p4sim.Switch`` or a P4Runtime client adapter.
+Table and action names are resolved by suffix, so the same class programs the v1model program
+(``InaIngress.ina_node``) and the TNA one (``InaIngress.ina_node`` in its own control names).
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from p4sim.runtime.model import ActionCall, Exact, Lpm, ProgramInfo, TableEntry, Ternary
+
+
+class Target(Protocol):
+    info: ProgramInfo
+
+    def table_insert(self, table: str, entry: TableEntry) -> None: ...
+    def table_set_default(self, table: str, call: ActionCall) -> None: ...
+
+
+def _ip(ip: str | int) -> int:
+    if isinstance(ip, int):
+        return ip
+    a, b, c, d = (int(x) for x in ip.split("."))
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+def _mac(mac: str | int) -> int:
+    if isinstance(mac, int):
+        return mac
+    return int(mac.replace(":", ""), 16)
+
+
+class InaTables:
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.info: ProgramInfo = target.info
+
+    # ------------------------------------------------------------------ name resolution
+    def _resolve(self, names: dict[str, Any], short: str, what: str) -> str:
+        hits = [n for n in names if n == short or n.endswith("." + short)]
+        if len(hits) != 1:
+            raise KeyError(f"{what} '{short}': {'not found' if not hits else 'ambiguous: ' + ', '.join(hits)}")
+        return hits[0]
+
+    def _table(self, short: str) -> str:
+        return self._resolve(self.info.tables, short, "table")
+
+    def _action(self, table: str, short: str) -> str:
+        refs = {r.name: r for r in self.info.tables[table].actions}
+        return self._resolve(refs, short, f"action of {table}")
+
+    def _key(self, table: str, suffix: str) -> str:
+        keys = {k.name: k for k in self.info.tables[table].keys}
+        return self._resolve(keys, suffix, f"key of {table}")
+
+    def _insert(self, table: str, match: dict[str, Any], action: str, priority: int = 0, **args: int) -> None:
+        t = self._table(table)
+        m = {self._key(t, k): v for k, v in match.items()}
+        self.target.table_insert(t, TableEntry(m, ActionCall(self._action(t, action), args), priority))
+
+    # ------------------------------------------------------------------ INA tables
+    def set_port_pipe(self, port: int, pipe: int) -> None:
+        self._insert("ina_port_pipe", {"ingress_port": Exact(port)}, "set_pipe", pipe=pipe)
+
+    def add_node(self, node_id: int, pool_base: int, pool_size: int, pipe: int = 0) -> None:
+        """This switch aggregates fragments assigned to ``node_id`` arriving on ``pipe``."""
+        self._insert("ina_node", {"node_id": Exact(node_id), "pipe": Exact(pipe)}, "aggregate",
+                     pool_base=pool_base, pool_size=pool_size)
+
+    def add_job(self, job_id: int, preemption: bool = False) -> None:
+        self._insert("ina_job", {"job_id": Exact(job_id)}, "job_config", preemption=int(preemption))
+
+    def level_to_node(self, job_id: int, node_id: int, next_node: int, next_fan_in: int) -> None:
+        self._insert("ina_level", {"job_id": Exact(job_id), "node_id": Exact(node_id)}, "to_node",
+                     next_node=next_node, next_fan_in=next_fan_in)
+
+    def level_to_multicast(self, job_id: int, node_id: int, group: int) -> None:
+        self._insert("ina_level", {"job_id": Exact(job_id), "node_id": Exact(node_id)}, "to_multicast",
+                     group=group)
+
+    def level_to_ps(self, job_id: int, node_id: int) -> None:
+        self._insert("ina_level", {"job_id": Exact(job_id), "node_id": Exact(node_id)}, "to_ps")
+
+    def add_route(self, job_id: int, port: int, dmac: str | int = 0, *, node_id: int | None = None,
+                  worker_id: int | None = None, priority: int = 1) -> None:
+        """Pin a path: INA packets of ``job_id`` (optionally only for one next node / worker)."""
+        match: dict[str, Any] = {"job_id": Exact(job_id)}
+        if node_id is not None:
+            match["node_id"] = Ternary(node_id, 0xFFFF)
+        if worker_id is not None:
+            match["worker_id"] = Ternary(worker_id, 0xFF)
+        self._insert("ina_route", match, "route", priority=priority, port=port, dmac=_mac(dmac))
+
+    # ------------------------------------------------------------------ L3
+    def add_lpm(self, prefix: str | int, prefix_len: int, port: int, dmac: str | int = 0) -> None:
+        self._insert("ipv4_lpm", {"dst_addr": Lpm(_ip(prefix), prefix_len)}, "set_nhop", port=port, dmac=_mac(dmac))
+
+    def add_ecmp_route(self, prefix: str | int, prefix_len: int, group: int,
+                       members: list[tuple[int, str | int]]) -> None:
+        self._insert("ipv4_lpm", {"dst_addr": Lpm(_ip(prefix), prefix_len)}, "ecmp", group=group, size=len(members))
+        for i, (port, dmac) in enumerate(members):
+            self._insert("ecmp_member", {"ecmp_group": Exact(group), "ecmp_member": Exact(i)}, "set_nhop",
+                         port=port, dmac=_mac(dmac))
+
+    # ------------------------------------------------------------------ results
+    def add_result_group(self, group: int, members: list[tuple[int, str | int, str | int]], rid_base: int = 1) -> None:
+        """Multicast group ``group`` to workers given as (port, ip, mac); replica ids from rid_base."""
+        replicas = []
+        for i, (port, ip, mac) in enumerate(members):
+            rid = rid_base + i
+            replicas.append((port, rid))
+            self._insert("result_rewrite", {"egress_rid": Exact(rid)}, "set_result_dst", ip=_ip(ip), mac=_mac(mac))
+        self.target.pre.insert_group(group, replicas)
+
+    def set_smac(self, port: int, mac: str | int) -> None:
+        self._insert("smac", {"egress_port": Exact(port)}, "set_smac", mac=_mac(mac))

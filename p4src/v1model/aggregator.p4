@@ -1,0 +1,180 @@
+// The aggregator pool: ATP's hashed pool with job isolation, GOAT's per-node keys and ESA's
+// priority preemption by packet swapping (docs/protocol.md, "Switch behaviour").
+#ifndef _INA_V1MODEL_AGGREGATOR_P4_
+#define _INA_V1MODEL_AGGREGATOR_P4_
+
+control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
+    register<bit<80>, bit<32>>(INA_POOL_SIZE) agg_owner;     // job ++ node ++ submodel ++ fragment
+    register<bit<32>, bit<32>>(INA_POOL_SIZE) agg_bitmap;
+    register<bit<8>, bit<32>>(INA_POOL_SIZE) agg_count;
+    register<bit<8>, bit<32>>(INA_POOL_SIZE) agg_fan_in;
+    register<bit<8>, bit<32>>(INA_POOL_SIZE) agg_priority;
+    register<bit<32>, bit<32>>(INA_POOL_SIZE) agg_ps_addr;
+    register<bit<1>, bit<32>>(INA_POOL_SIZE) agg_overflow;
+    register<int<32>, bit<32>>(INA_POOL_SIZE * INA_LANES) agg_lanes;
+
+    bit<32> lane_base;
+    int<32> old_value;
+    int<32> sum;
+    bit<1>  overflow;
+
+    // Per-lane operations, expanded over all K lanes by INA_FOR_EACH_LANE.
+#define LANE_ADD(i)                                                        \
+    agg_lanes.read(old_value, lane_base + i);                              \
+    sum = old_value |+| hdr.lanes.v##i;                                    \
+    if (sum != old_value + hdr.lanes.v##i) { overflow = 1; }               \
+    agg_lanes.write(lane_base + i, sum);
+#define LANE_ADD_AND_TAKE(i)                                               \
+    agg_lanes.read(old_value, lane_base + i);                              \
+    sum = old_value |+| hdr.lanes.v##i;                                    \
+    if (sum != old_value + hdr.lanes.v##i) { overflow = 1; }               \
+    agg_lanes.write(lane_base + i, 0);                                     \
+    hdr.lanes.v##i = sum;
+#define LANE_SWAP(i)                                                       \
+    agg_lanes.read(old_value, lane_base + i);                              \
+    agg_lanes.write(lane_base + i, hdr.lanes.v##i);                        \
+    hdr.lanes.v##i = old_value;
+#define LANE_DRAIN(i)                                                      \
+    agg_lanes.read(old_value, lane_base + i);                              \
+    agg_lanes.write(lane_base + i, 0);                                     \
+    hdr.lanes.v##i = old_value;
+
+    action lanes_add()          { INA_FOR_EACH_LANE(LANE_ADD) }
+    action lanes_add_and_take() { INA_FOR_EACH_LANE(LANE_ADD_AND_TAKE) }
+    action lanes_swap()         { INA_FOR_EACH_LANE(LANE_SWAP) }
+    action lanes_drain()        { INA_FOR_EACH_LANE(LANE_DRAIN) }
+
+    // The aggregator now belongs to the arriving packet's key; the packet takes the previous
+    // owner's state (a free aggregator has all-zero state).
+    action swap_state(bit<80> key) {
+        bit<80> old_owner;
+        agg_owner.read(old_owner, meta.agg_index);
+        agg_owner.write(meta.agg_index, key);
+        bit<32> v32;
+        agg_bitmap.read(v32, meta.agg_index);
+        agg_bitmap.write(meta.agg_index, hdr.ina.bitmap);
+        hdr.ina.bitmap = v32;
+        bit<8> v8;
+        agg_count.read(v8, meta.agg_index);
+        agg_count.write(meta.agg_index, hdr.ina.count);
+        hdr.ina.count = v8;
+        agg_fan_in.read(v8, meta.agg_index);
+        agg_fan_in.write(meta.agg_index, hdr.ina.fan_in);
+        hdr.ina.fan_in = v8;
+        agg_priority.read(v8, meta.agg_index);
+        agg_priority.write(meta.agg_index, hdr.ina.priority);
+        hdr.ina.priority = v8;
+        agg_ps_addr.read(v32, meta.agg_index);
+        agg_ps_addr.write(meta.agg_index, hdr.ipv4.dst_addr);
+        hdr.ipv4.dst_addr = v32;
+        bit<1> v1;
+        agg_overflow.read(v1, meta.agg_index);
+        agg_overflow.write(meta.agg_index, 0);
+        if (v1 == 1) { hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW; }
+        hdr.ina.job_id = old_owner[79:64];
+        hdr.ina.node_id = old_owner[63:48];
+        hdr.ina.submodel_id = old_owner[47:32];
+        hdr.ina.fragment_id = old_owner[31:0];
+        lanes_swap();
+    }
+
+    // Free the aggregator, keeping nothing (its lanes were zeroed by the lane operation).
+    action free_aggregator() {
+        agg_owner.write(meta.agg_index, 0);
+        agg_bitmap.write(meta.agg_index, 0);
+        agg_count.write(meta.agg_index, 0);
+        agg_fan_in.write(meta.agg_index, 0);
+        agg_priority.write(meta.agg_index, 0);
+        agg_ps_addr.write(meta.agg_index, 0);
+        agg_overflow.write(meta.agg_index, 0);
+    }
+
+    apply {
+        if (hdr.ina.count >= hdr.ina.fan_in && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
+            meta.verdict = INA_COMPLETE;          // nothing to wait for at this node
+            return;
+        }
+        hash(meta.agg_index, HashAlgorithm.crc32, meta.pool_base,
+             { hdr.ina.job_id, hdr.ina.node_id, hdr.ina.submodel_id, hdr.ina.fragment_id },
+             meta.pool_size);
+        lane_base = meta.agg_index * INA_LANES;
+        overflow = 0;
+        bit<80> key = hdr.ina.job_id ++ hdr.ina.node_id ++ hdr.ina.submodel_id ++ hdr.ina.fragment_id;
+        bit<80> owner;
+        agg_owner.read(owner, meta.agg_index);
+
+        if ((hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
+            if (owner == key) {
+                // drain the partial to the owner's PS and free the aggregator
+                bit<1> ovf;
+                agg_overflow.read(ovf, meta.agg_index);
+                agg_bitmap.read(hdr.ina.bitmap, meta.agg_index);
+                agg_count.read(hdr.ina.count, meta.agg_index);
+                agg_fan_in.read(hdr.ina.fan_in, meta.agg_index);
+                agg_priority.read(hdr.ina.priority, meta.agg_index);
+                agg_ps_addr.read(hdr.ipv4.dst_addr, meta.agg_index);
+                lanes_drain();
+                free_aggregator();
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
+                if (ovf == 1) { hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW; }
+                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+            }
+            meta.verdict = INA_PASS;
+            return;
+        }
+
+        if (owner == 0) {
+            swap_state(key);                       // claim: the free aggregator takes the packet
+            meta.verdict = INA_ABSORB;
+            return;
+        }
+
+        if (owner == key) {
+            bit<32> bitmap;
+            agg_bitmap.read(bitmap, meta.agg_index);
+            if ((bitmap & hdr.ina.bitmap) != 0) {
+                meta.verdict = INA_DUPLICATE;      // retransmission: never added twice
+                return;
+            }
+            bit<8> count;
+            agg_count.read(count, meta.agg_index);
+            bit<1> ovf;
+            agg_overflow.read(ovf, meta.agg_index);
+            count = count + hdr.ina.count;
+            bitmap = bitmap | hdr.ina.bitmap;
+            if (count >= hdr.ina.fan_in) {
+                lanes_add_and_take();
+                free_aggregator();
+                hdr.ina.bitmap = bitmap;
+                hdr.ina.count = count;
+                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+                if ((ovf | overflow) == 1) { hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW; }
+                meta.verdict = INA_COMPLETE;
+            } else {
+                lanes_add();
+                agg_bitmap.write(meta.agg_index, bitmap);
+                agg_count.write(meta.agg_index, count);
+                agg_overflow.write(meta.agg_index, ovf | overflow);
+                meta.verdict = INA_ABSORB;
+            }
+            return;
+        }
+
+        // Collision with another key.
+        bit<8> agg_prio;
+        agg_priority.read(agg_prio, meta.agg_index);
+        if (meta.preemption == 1 && hdr.ina.priority > agg_prio) {
+            swap_state(key);                       // ESA packet swapping
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
+            hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+        } else {
+            if (meta.preemption == 1) {
+                agg_priority.write(meta.agg_index, agg_prio >> 1);   // ESA priority downgrading
+            }
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
+        }
+        meta.verdict = INA_PASS;
+    }
+}
+
+#endif

@@ -1,0 +1,171 @@
+// INA switch for v1model (bmv2 simple_switch, p4sim): ATP-style hashed aggregator pool with job
+// isolation and PS fallback, GOAT aggregation-node filtering, ESA preemption by packet swapping,
+// bitmaps for idempotent retransmission, multi-level aggregation and result multicast.
+// Protocol: docs/protocol.md.
+#include <core.p4>
+#define V1MODEL_VERSION 20200408
+#include <v1model.p4>
+
+#ifndef INA_LANES
+#define INA_LANES 64
+#endif
+#ifndef INA_POOL_SIZE
+#define INA_POOL_SIZE 16384          // aggregators per switch (GOAT's testbed uses 16384)
+#endif
+
+#include "../common/ina_headers.p4"
+#include "metadata.p4"
+#include "aggregator.p4"
+#include "forwarding.p4"
+#include "egress.p4"
+
+parser InaParser(packet_in pkt, out ina_headers_t hdr, inout ina_metadata_t meta,
+                 inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            INA_UDP_PORT: parse_ina;
+            default: accept;
+        }
+    }
+    state parse_ina {
+        pkt.extract(hdr.ina);
+        transition select(hdr.ina.version) {
+            INA_VERSION: parse_lanes;
+            default: accept;            // unknown version: no lanes, forwarded as plain UDP
+        }
+    }
+    state parse_lanes {
+        pkt.extract(hdr.lanes);
+        transition accept;
+    }
+}
+
+control InaVerifyChecksum(inout ina_headers_t hdr, inout ina_metadata_t meta) {
+    apply { }
+}
+
+control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
+                   inout standard_metadata_t sm) {
+    InaAggregator() aggregator;
+    InaForwarding() forwarding;
+
+    action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
+    action aggregate(bit<32> pool_base, bit<32> pool_size) {
+        meta.is_aggregation_node = 1;
+        meta.pool_base = pool_base;
+        meta.pool_size = pool_size;
+    }
+    action job_config(bit<1> preemption) {
+        meta.job_known = 1;
+        meta.preemption = preemption;
+    }
+    action to_node(bit<16> next_node, bit<8> next_fan_in) {
+        hdr.ina.node_id = next_node;
+        hdr.ina.fan_in = next_fan_in;
+    }
+    action to_multicast(bit<16> group) {
+        hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
+        sm.mcast_grp = group;
+    }
+    action to_ps() {
+        hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
+    }
+
+    // Multi-pipeline switches: which pipe a port belongs to (default: pipe 0).
+    table ina_port_pipe {
+        key = { sm.ingress_port : exact; }
+        actions = { set_pipe; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+    // GOAT filtering: the aggregation-node ids this switch serves, with each pipe's pool.
+    table ina_node {
+        key = {
+            hdr.ina.node_id : exact;
+            meta.pipe       : exact;
+        }
+        actions = { aggregate; NoAction; }
+        default_action = NoAction();
+        size = 256;
+    }
+    table ina_job {
+        key = { hdr.ina.job_id : exact; }
+        actions = { job_config; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+    // Where a complete aggregate of (job, node) goes next.
+    table ina_level {
+        key = {
+            hdr.ina.job_id  : exact;
+            hdr.ina.node_id : exact;
+        }
+        actions = { to_node; to_multicast; to_ps; }
+        default_action = to_ps();
+        size = 4096;
+    }
+
+    apply {
+        meta.verdict = INA_PASS;
+        if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
+            ina_port_pipe.apply();
+            if (ina_node.apply().hit) {
+                ina_job.apply();
+                if (meta.job_known == 1) {
+                    aggregator.apply(hdr, meta);
+                }
+            }
+            if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
+                mark_to_drop(sm);
+                exit;
+            }
+            if (meta.verdict == INA_COMPLETE) {
+                ina_level.apply();
+            }
+            if (meta.verdict != INA_PASS || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0) {
+                hdr.udp.checksum = 0;      // payload or header rewritten
+            }
+        }
+        if (sm.mcast_grp == 0) {
+            forwarding.apply(hdr, meta, sm);
+        }
+    }
+}
+
+control InaComputeChecksum(inout ina_headers_t hdr, inout ina_metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control InaDeparser(packet_out pkt, in ina_headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.ina);
+        pkt.emit(hdr.lanes);
+    }
+}
+
+V1Switch(InaParser(), InaVerifyChecksum(), InaIngress(), InaEgress(), InaComputeChecksum(),
+         InaDeparser()) main;

@@ -1,0 +1,20 @@
+// Per-packet metadata of the v1model INA program.
+#ifndef _INA_V1MODEL_METADATA_P4_
+#define _INA_V1MODEL_METADATA_P4_
+
+struct ina_metadata_t {
+    bit<8>  pipe;             // ingress pipe (multi-pipeline model, ina_port_pipe)
+    bit<32> pool_base;        // this pipe's aggregator pool (from ina_node)
+    bit<32> pool_size;
+    bit<1>  is_aggregation_node;
+    bit<1>  job_known;
+    bit<1>  preemption;       // ESA mode for this job
+    bit<3>  verdict;          // INA_PASS / ABSORB / COMPLETE / DUPLICATE
+    bit<32> agg_index;
+    bit<1>  routed;           // an explicit route or next hop was chosen
+    bit<16> ecmp_group;
+    bit<16> ecmp_size;
+    bit<16> ecmp_member;
+}
+
+#endif
