@@ -471,7 +471,7 @@ def route_loads(topology: Topology, task: Task, paths: Mapping[str, list[str]], 
             if v not in topology.nodes or u not in topology.nodes:
                 raise ModelError(f"task {task.name}: unknown node on path of {w}")
             topology.link(u, v)   # raises KeyError when there is no such link
-            prev = ident_next.setdefault(ident, v)
+            prev = ident_next.setdefault((ident, u), v)
             if prev != v:
                 raise ModelError(f"task {task.name}: flow {ident} leaves {u} towards both {prev} and {v}")
             on_link.setdefault((u, v), set()).add(ident)

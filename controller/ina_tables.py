@@ -69,8 +69,16 @@ class InaTables:
         self._insert("ina_node", {"node_id": Exact(node_id), "pipe": Exact(pipe)}, "aggregate",
                      pool_base=pool_base, pool_size=pool_size)
 
-    def add_job(self, job_id: int, preemption: bool = False) -> None:
-        self._insert("ina_job", {"job_id": Exact(job_id)}, "job_config", preemption=int(preemption))
+    def add_job(self, job_id: int, preemption: bool = False, hold_until_result: bool = False) -> None:
+        """Configure a job: ESA preemption, or ATP's hold-until-result (with add_release)."""
+        self._insert("ina_job", {"job_id": Exact(job_id)}, "job_config", preemption=int(preemption),
+                     hold_until_result=int(hold_until_result))
+
+    def add_release(self, job_id: int, node_id: int, pool_base: int, pool_size: int) -> None:
+        """Results of ``job_id`` passing this switch free the aggregator it held as ``node_id``
+        in the pool (pool_base, pool_size) that ``add_node`` gave that node."""
+        self._insert("ina_release", {"job_id": Exact(job_id)}, "release", node_id=node_id,
+                     pool_base=pool_base, pool_size=pool_size)
 
     def level_to_node(self, job_id: int, node_id: int, next_node: int, next_fan_in: int) -> None:
         self._insert("ina_level", {"job_id": Exact(job_id), "node_id": Exact(node_id)}, "to_node",

@@ -20,7 +20,7 @@ SCHEMES: dict[str, SchemeFn] = {}
 PROVIDERS: dict[str, tuple[str, ...]] = {
     "controller.baselines": ("geryon", "atp", "switchml", "esa", "grid", "aggtree", "lbmm",
                              "k-sgd", "random"),
-    "controller.goat": ("goat", "goat-async"),
+    "controller.goat": ("goat", "goat-ilp", "goat-lp", "goat-async"),
     "controller.aro": ("aro", "aro-acc"),
     "controller.inart": ("inart",),
 }

@@ -89,19 +89,36 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         agg_overflow.write(meta.agg_index, 0);
     }
 
+    // ATP: a completed aggregator stays reserved (no one can claim or preempt it, the same key
+    // is a duplicate) until the result passes back through this switch.
+    action hold_aggregator() {
+        agg_bitmap.write(meta.agg_index, 0xFFFFFFFF);
+        agg_priority.write(meta.agg_index, 0xFF);
+        agg_overflow.write(meta.agg_index, 0);
+    }
+
     apply {
-        if (hdr.ina.count >= hdr.ina.fan_in && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
+        if (meta.releasing == 0 && hdr.ina.count >= hdr.ina.fan_in
+                && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
             meta.verdict = INA_COMPLETE;          // nothing to wait for at this node
             return;
         }
         hash(meta.agg_index, HashAlgorithm.crc32, meta.pool_base,
-             { hdr.ina.job_id, hdr.ina.node_id, hdr.ina.submodel_id, hdr.ina.fragment_id },
+             { hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id, hdr.ina.fragment_id },
              meta.pool_size);
         lane_base = meta.agg_index * INA_LANES;
         overflow = 0;
-        bit<80> key = hdr.ina.job_id ++ hdr.ina.node_id ++ hdr.ina.submodel_id ++ hdr.ina.fragment_id;
+        bit<80> key = hdr.ina.job_id ++ meta.agg_node ++ hdr.ina.submodel_id ++ hdr.ina.fragment_id;
         bit<80> owner;
         agg_owner.read(owner, meta.agg_index);
+
+        if (meta.releasing == 1) {
+            if (owner == key) {
+                free_aggregator();                 // its lanes were zeroed at completion
+            }
+            meta.verdict = INA_PASS;
+            return;
+        }
 
         if ((hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
             if (owner == key) {
@@ -144,7 +161,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             bitmap = bitmap | hdr.ina.bitmap;
             if (count >= hdr.ina.fan_in) {
                 lanes_add_and_take();
-                free_aggregator();
+                if (meta.hold == 1) {
+                    hold_aggregator();
+                } else {
+                    free_aggregator();
+                }
                 hdr.ina.bitmap = bitmap;
                 hdr.ina.count = count;
                 hdr.ina.worker_id = INA_WORKER_AGGREGATE;

@@ -70,20 +70,27 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
         meta.pool_base = pool_base;
         meta.pool_size = pool_size;
     }
-    action job_config(bit<1> preemption) {
+    action job_config(bit<1> preemption, bit<1> hold_until_result) {
         meta.job_known = 1;
         meta.preemption = preemption;
+        meta.hold = hold_until_result;
+    }
+    action release(bit<16> node_id, bit<32> pool_base, bit<32> pool_size) {
+        meta.releasing = 1;
+        meta.agg_node = node_id;
+        meta.pool_base = pool_base;
+        meta.pool_size = pool_size;
     }
     action to_node(bit<16> next_node, bit<8> next_fan_in) {
         hdr.ina.node_id = next_node;
         hdr.ina.fan_in = next_fan_in;
     }
     action to_multicast(bit<16> group) {
-        hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
-        sm.mcast_grp = group;
+        meta.last_level = 1;
+        meta.result_group = group;
     }
     action to_ps() {
-        hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
+        meta.last_level = 1;
     }
 
     // Multi-pipeline switches: which pipe a port belongs to (default: pipe 0).
@@ -109,6 +116,13 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
         default_action = NoAction();
         size = 1024;
     }
+    // ATP mode: results of `job` passing back through this switch free what it held for them.
+    table ina_release {
+        key = { hdr.ina.job_id : exact; }
+        actions = { release; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
     // Where a complete aggregate of (job, node) goes next.
     table ina_level {
         key = {
@@ -124,18 +138,31 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
         meta.verdict = INA_PASS;
         if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
             ina_port_pipe.apply();
-            if (ina_node.apply().hit) {
-                ina_job.apply();
-                if (meta.job_known == 1) {
-                    aggregator.apply(hdr, meta);
+            meta.agg_node = hdr.ina.node_id;
+            if ((hdr.ina.flags & INA_FLAG_RESULT) != 0) {
+                if (ina_release.apply().hit) {
+                    meta.job_known = 1;
                 }
+            } else if (ina_node.apply().hit) {
+                ina_job.apply();
+            }
+            if (meta.job_known == 1) {
+                aggregator.apply(hdr, meta);
             }
             if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
                 mark_to_drop(sm);
                 exit;
             }
-            if (meta.verdict == INA_COMPLETE) {
+            // Complete aggregates move to the next level or become results; fragments that
+            // collided here try the next level's aggregator (ATP's two-level fallback).
+            if (meta.verdict == INA_COMPLETE
+                    || (meta.verdict == INA_PASS && meta.job_known == 1 && meta.releasing == 0
+                        && (hdr.ina.flags & INA_FLAG_COLLISION) != 0)) {
                 ina_level.apply();
+                if (meta.verdict == INA_COMPLETE && meta.last_level == 1) {
+                    hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
+                    sm.mcast_grp = meta.result_group;
+                }
             }
             if (meta.verdict != INA_PASS || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0) {
                 hdr.udp.checksum = 0;      // payload or header rewritten

@@ -1,0 +1,883 @@
+"""GOAT: gradient scheduling with collaborative in-network aggregation (Fang et al., IEEE/ACM ToN 2024).
+
+The GINA problem (paper §IV-B, Eq. 1) decides, for every sub-model gradient g, which programmable
+switches aggregate it (``x_g^s``) and, for every worker w, to which aggregation node (a switch or
+the PS alpha) w sends g (``y_{w,g}^s``):
+
+    min  sum_g ( sum_w sum_{s in S+alpha} y_{w,g}^s D_w(s)  +  sum_{s in S} x_g^s D_s(alpha) ) b(g)
+    s.t. sum_{s in S+alpha} x_g^s >= 1                  (every sub-model has an aggregation node)
+         sum_{s in S+alpha} y_{w,g}^s = 1               (every worker picks exactly one node)
+         y_{w,g}^s <= x_g^s                             (... among the nodes that aggregate g)
+         sum_g x_g^s b(g) <= B(s)          for s in S   (switch memory)
+         x, y binary
+
+The objective is the *communication overhead* in MB x hops: non-aggregated gradients carried from
+workers to their aggregation node plus aggregated gradients carried from switches to the PS.
+§IV-C rewrites it as Eq. 4, the maximisation of the traffic removed by in-network aggregation,
+
+    max  sum_g sum_{s in S} ( sum_w y_{w,g}^s - x_g^s ) D_s(alpha) b(g)
+
+Exactly (see ``evaluate_plan``):  Eq.1 = NoINA + Detour - Eq.4, where NoINA = sum_{w,g} D_w(alpha) b(g)
+(every worker sends straight to the PS) and Detour = sum y (D_w(s) + D_s(alpha) - D_w(alpha)) b(g).
+The two problems are therefore equivalent when workers only use switches on a shortest path to
+the PS (``candidates="on_path"``), which is what the paper's derivation (Eq. 2-3) assumes; without
+that restriction Eq. 4 ignores detours and happily sends every worker to the switch farthest from
+the PS, so ``objective="eq1"`` is the default and ``"eq4"`` is offered for fidelity.
+
+Modelling notes (all exact, i.e. they do not change the optimum of Eq. 1):
+* ``x_g^alpha`` costs nothing, so it is fixed to 1; the first constraint then always holds.
+* With Eq. 1, a worker never gains from a switch at least as far from it as the PS is
+  (``D_w(s) >= D_w(alpha)``): moving it to the PS keeps feasibility and does not increase the cost,
+  so those ``y`` variables are dropped.
+* Workers of a job with identical distance vectors (same rack) are interchangeable: they are
+  grouped into classes and ``u_{c,g}^s = sum_{w in c} y_{w,g}^s`` (integer in the ILP) replaces
+  the individual ``y``; ``u <= |c| x`` is the aggregated Eq. 1 constraint. For the LP any optimal
+  ``u`` gives the optimal per-worker ``y = u / |c|``; for the ILP any split of ``u`` is optimal.
+
+Algorithms: ``solve_gina_ilp`` (exact, PuLP + HiGHS or CBC), ``solve_gina_lp`` (the LP relaxation:
+a lower bound on Eq. 1, an upper bound on Eq. 4), ``krgs`` (Alg. 1, randomized rounding with
+knapsacks, optional repair) and ``goat_async`` / ``choose_k`` (Alg. 2, §V). All are pure and
+seeded; schemes "goat", "goat-ilp", "goat-lp" and "goat-async" are registered at the bottom.
+
+Distances are hop counts of shortest paths (hosts are not transit nodes); sizes are MB as in
+``SubModel.size_mb``; switch memory B(s) is ``Node.memory_bytes / 1e6`` MB.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import numpy as np
+
+from controller.model import Job, ModelError, Plan, Topology, submodel_key
+
+Objective = Literal["eq1", "eq4"]
+Candidates = Literal["all", "on_path"]
+_EPS = 1e-7          # LP values below this are zero (solver tolerances are ~1e-9)
+_INF = math.inf
+
+
+# ============================================================================ instance
+
+
+@dataclass(frozen=True)
+class WorkerClass:
+    """Workers of one job with the same distance vector (interchangeable in Eq. 1)."""
+    job: int
+    workers: tuple[str, ...]
+    dist: np.ndarray            # hops to each switch of ``GinaInstance.switches``, then to the job's PS
+
+
+@dataclass
+class GinaInstance:
+    """Numeric form of a GINA instance (one or several jobs sharing switch memory)."""
+    jobs: list[Job]
+    switches: list[str]                 # S: programmable switches with aggregator memory
+    mem_mb: np.ndarray                  # B(s) in MB
+    sub_keys: list[str]                 # G: plan keys of the sub-models
+    sub_mb: np.ndarray                  # b(g)
+    sub_job: np.ndarray                 # job index of each sub-model
+    d_s_ps: np.ndarray                  # (jobs, S): D_s(alpha_j)
+    classes: list[WorkerClass]
+    worker_dist: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_s(self) -> int:
+        return len(self.switches)
+
+    def classes_of(self, j: int) -> list[int]:
+        return [i for i, c in enumerate(self.classes) if c.job == j]
+
+
+def build_instance(topology: Topology, jobs: Job | Sequence[Job], *, compress: bool = True) -> GinaInstance:
+    """Distances and sizes of Eq. 1 for ``jobs`` on ``topology`` (first PS of each job is alpha)."""
+    jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
+    if not jobs:
+        raise ModelError("GOAT: no job given")
+    switches = [s for s in topology.programmable_switches() if topology.nodes[s].memory_bytes > 0]
+    mem = np.array([topology.nodes[s].memory_bytes / 1e6 for s in switches], dtype=float)
+    from_switch = {s: topology.hop_distances(s) for s in switches}
+    keys: list[str] = []
+    sizes: list[float] = []
+    sub_job: list[int] = []
+    d_s_ps = np.full((len(jobs), len(switches)), _INF)
+    classes: list[WorkerClass] = []
+    worker_dist: dict[tuple[int, str], np.ndarray] = {}
+    seen_keys: set[str] = set()
+    for j, job in enumerate(jobs):
+        if not job.ps:
+            raise ModelError(f"job {job.name}: GOAT needs a parameter server (field 'ps')")
+        ps = job.ps[0]
+        for n in [ps, *job.workers]:
+            if n not in topology.nodes:
+                raise ModelError(f"job {job.name}: node {n} is not in topology {topology.name}")
+        from_ps = topology.hop_distances(ps)
+        for i, s in enumerate(switches):
+            d_s_ps[j, i] = from_ps.get(s, _INF)
+        for sm in job.submodels:
+            k = submodel_key(job, sm, len(jobs) > 1)
+            if k in seen_keys:
+                raise ModelError(f"job {job.name}: sub-model {sm.name} is declared twice")
+            seen_keys.add(k)
+            keys.append(k)
+            sizes.append(float(sm.size_mb))
+            sub_job.append(j)
+        groups: dict[tuple[float, ...], list[str]] = {}
+        for w in job.workers:
+            vec = np.array([from_switch[s].get(w, _INF) for s in switches] + [from_ps.get(w, _INF)])
+            if not math.isfinite(vec[-1]):
+                raise ModelError(f"job {job.name}: worker {w} cannot reach PS {ps}")
+            worker_dist[(j, w)] = vec
+            key = tuple(vec.tolist()) if compress else (w,)  # type: ignore[assignment]
+            groups.setdefault(key, []).append(w)
+        for ws in groups.values():
+            classes.append(WorkerClass(j, tuple(ws), worker_dist[(j, ws[0])]))
+    return GinaInstance(jobs, switches, mem, keys, np.array(sizes), np.array(sub_job, dtype=int),
+                        d_s_ps, classes, worker_dist)
+
+
+# ============================================================================ LP / ILP model
+
+
+@dataclass
+class _Model:
+    """Solver-neutral linear model: min cost.x, row_lo <= A x <= row_hi (A row-wise, CSR)."""
+    cost: np.ndarray
+    upper: np.ndarray
+    start: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    x_col: dict[tuple[int, int], int]             # (g, s) -> column
+    u_col: dict[tuple[int, int, int], int]        # (class, g, node) -> column; node == n_s is the PS
+    sign: float                                   # objective value = sign * (cost . x)
+
+
+def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objective,
+            candidates: Candidates) -> bool:
+    """May workers of class ``c`` send sub-model ``g`` to switch ``s``?"""
+    d_ws, d_wa, d_sa = c.dist[s], c.dist[-1], inst.d_s_ps[c.job, s]
+    if not (math.isfinite(d_ws) and math.isfinite(d_sa)) or inst.sub_mb[g] > inst.mem_mb[s] + 1e-9:
+        return False
+    if candidates == "on_path" and d_ws + d_sa != d_wa:
+        return False
+    # Eq. 1 dominance: a switch no closer than the PS never lowers the cost (module docstring)
+    return objective == "eq4" or d_ws < d_wa
+
+
+def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidates) -> _Model:
+    n_s = inst.n_s
+    cost: list[float] = []
+    upper: list[float] = []
+    x_col: dict[tuple[int, int], int] = {}
+    u_col: dict[tuple[int, int, int], int] = {}
+    rows: list[tuple[list[int], list[float], float, float]] = []
+
+    def col(c_: float, ub: float) -> int:
+        cost.append(c_)
+        upper.append(ub)
+        return len(cost) - 1
+
+    for g, b in enumerate(inst.sub_mb):
+        j = int(inst.sub_job[g])
+        for ci in inst.classes_of(j):
+            c = inst.classes[ci]
+            n = float(len(c.workers))
+            idx: list[int] = []
+            for s in range(n_s):
+                if not _usable(inst, c, g, s, objective, candidates):
+                    continue
+                d_sa = inst.d_s_ps[j, s]
+                if (g, s) not in x_col:
+                    x_col[(g, s)] = col(b * d_sa if objective == "eq1" else -b * d_sa, 1.0)
+                u = col(b * c.dist[s] if objective == "eq1" else -b * d_sa, n)
+                u_col[(ci, g, s)] = u
+                idx.append(u)
+                rows.append(([u, x_col[(g, s)]], [1.0, -n], -_INF, 0.0))      # y <= x
+            u = col(b * c.dist[-1] if objective == "eq1" else 0.0, n)         # to the PS
+            u_col[(ci, g, n_s)] = u
+            idx.append(u)
+            rows.append((idx, [1.0] * len(idx), n, n))                       # sum_s y = 1
+    for s in range(n_s):
+        cols = [(x_col[(g, s)], float(inst.sub_mb[g])) for g in range(len(inst.sub_mb)) if (g, s) in x_col]
+        if cols and sum(v for _, v in cols) > inst.mem_mb[s] + 1e-9:          # else never binding
+            rows.append(([c_ for c_, _ in cols], [v for _, v in cols], -_INF, float(inst.mem_mb[s])))
+    start = np.zeros(len(rows) + 1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        start[i + 1] = start[i] + len(r[0])
+    return _Model(np.array(cost), np.array(upper), start,
+                  np.array([i for r in rows for i in r[0]], dtype=np.int64),
+                  np.array([v for r in rows for v in r[1]], dtype=float),
+                  np.array([r[2] for r in rows]), np.array([r[3] for r in rows]),
+                  x_col, u_col, 1.0 if objective == "eq1" else -1.0)
+
+
+@dataclass
+class _Solution:
+    status: str                  # "optimal", "time_limit", "infeasible", ...
+    values: np.ndarray
+    objective: float             # in the sense of the chosen objective (Eq. 1 min or Eq. 4 max)
+    seconds: float
+
+
+def _solve_highspy(m: _Model, integer: bool, time_limit: float | None) -> _Solution:
+    import highspy
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(m.cost)
+    lp.num_row_ = len(m.row_lo)
+    lp.col_cost_ = m.cost
+    lp.col_lower_ = np.zeros(len(m.cost))
+    lp.col_upper_ = m.upper
+    inf = highspy.kHighsInf
+    lp.row_lower_ = np.where(np.isinf(m.row_lo), -inf, m.row_lo)
+    lp.row_upper_ = np.where(np.isinf(m.row_hi), inf, m.row_hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = m.start
+    lp.a_matrix_.index_ = m.index
+    lp.a_matrix_.value_ = m.value
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * len(m.cost)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    if time_limit:
+        h.setOptionValue("time_limit", float(time_limit))
+    t0 = time.perf_counter()
+    h.passModel(lp)
+    h.run()
+    secs = time.perf_counter() - t0
+    st = h.getModelStatus()
+    name = {highspy.HighsModelStatus.kOptimal: "optimal",
+            highspy.HighsModelStatus.kInfeasible: "infeasible",
+            highspy.HighsModelStatus.kTimeLimit: "time_limit"}.get(st, h.modelStatusToString(st).lower())
+    vals = np.array(h.getSolution().col_value) if name in ("optimal", "time_limit") else np.zeros(len(m.cost))
+    return _Solution(name, vals, m.sign * float(m.cost @ vals), secs)
+
+
+def _solve_pulp(m: _Model, integer: bool, solver: str, time_limit: float | None) -> _Solution:
+    import pulp
+    prob = pulp.LpProblem("gina", pulp.LpMinimize)
+    cat = pulp.LpInteger if integer else pulp.LpContinuous
+    v = [pulp.LpVariable(f"v{i}", 0, float(m.upper[i]), cat) for i in range(len(m.cost))]
+    prob += pulp.lpSum(float(c) * v[i] for i, c in enumerate(m.cost) if c)
+    for r in range(len(m.row_lo)):
+        a, b = int(m.start[r]), int(m.start[r + 1])
+        expr = pulp.lpSum(float(m.value[k]) * v[int(m.index[k])] for k in range(a, b))
+        lo, hi = m.row_lo[r], m.row_hi[r]
+        if lo == hi:
+            prob += expr == float(lo)
+        else:
+            if math.isfinite(lo):
+                prob += expr >= float(lo)
+            if math.isfinite(hi):
+                prob += expr <= float(hi)
+    if solver == "cbc":
+        sol = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=1)
+    elif solver == "highs":
+        sol = pulp.HiGHS(msg=False, timeLimit=time_limit, threads=1)
+    else:
+        raise ValueError(f"unknown solver {solver!r} (use 'highs' or 'cbc')")
+    t0 = time.perf_counter()
+    prob.solve(sol)
+    secs = time.perf_counter() - t0
+    status = pulp.LpStatus[prob.status].lower()
+    vals = np.array([x.value() or 0.0 for x in v])
+    if status == "optimal" and getattr(prob, "sol_status", 1) == pulp.LpSolutionIntegerFeasible:
+        status = "time_limit"                   # stopped with an incumbent, not proven optimal
+    return _Solution(status, vals, m.sign * float(m.cost @ vals), secs)
+
+
+def _solve(m: _Model, integer: bool, backend: str, time_limit: float | None) -> _Solution:
+    if backend == "highspy":
+        return _solve_highspy(m, integer, time_limit)
+    if backend in ("highs", "cbc"):
+        return _solve_pulp(m, integer, backend, time_limit)
+    raise ValueError(f"unknown backend {backend!r} (use 'highspy', 'highs' or 'cbc')")
+
+
+# ============================================================================ evaluation
+
+
+def theorem_factor(n: int, nu: float) -> float:
+    """The rounding factor 2(1 + rho) of Theorems 5/6, rho from Eq. 17 (Chernoff, prob. <= 1/n).
+
+    rho = (ln n + sqrt(ln^2 n + 8 nu ln n)) / (2 nu) solves exp(-rho^2 nu / (2 + rho)) = 1/n; the
+    factor 2 comes from Lemma 3 (E[x^] <= 2 x~). For n < 2 the bound degenerates to rho = 0.
+    """
+    if n < 2 or nu <= 0:
+        return 2.0 if nu > 0 else _INF
+    ln = math.log(n)
+    rho = (ln + math.sqrt(ln * ln + 8.0 * nu * ln)) / (2.0 * nu)
+    return 2.0 * (1.0 + rho)
+
+
+def evaluate_plan(topology: Topology, jobs: Job | Sequence[Job], plan: Plan,
+                  inst: GinaInstance | None = None) -> dict[str, Any]:
+    """Metrics of a GOAT plan (x = ``submodel_switches``, y = ``aggregation_node``, None = PS).
+
+    Returns, in MB x hops: ``eq1`` (communication overhead, Eq. 1), ``eq4`` (traffic removed by
+    INA, Eq. 4), ``no_ina`` (everyone to the PS), ``detour``; in MB: ``ps_traffic_mb`` (bytes the
+    PS receives: one aggregate per used (sub-model, switch) plus every worker's gradient sent to
+    the PS), ``ina_amount_mb`` (total gradient volume minus ``ps_traffic_mb``, as §VII-A defines
+    the in-network aggregation amount); memory loads and violations; ``unused`` (x without any
+    worker) and ``errors`` (a worker sent to a switch that does not aggregate that sub-model).
+    """
+    jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
+    inst = inst or build_instance(topology, jobs, compress=True)
+    s_idx = {s: i for i, s in enumerate(inst.switches)}
+    eq1 = eq4 = no_ina = detour = ps_mb = total_mb = 0.0
+    load = np.zeros(inst.n_s)
+    unused = 0
+    errors: list[str] = []
+    for g, key in enumerate(inst.sub_keys):
+        j = int(inst.sub_job[g])
+        b = float(inst.sub_mb[g])
+        sw = plan.submodel_switches.get(key, [])
+        used: set[str] = set()
+        for w in inst.jobs[j].workers:
+            d = inst.worker_dist[(j, w)]
+            node = plan.aggregation_node.get(w, {}).get(key)
+            total_mb += b
+            no_ina += d[-1] * b
+            if node is None:
+                eq1 += d[-1] * b
+                ps_mb += b
+                continue
+            if node not in sw or node not in s_idx:
+                errors.append(f"worker {w} sends {key} to {node}, which does not aggregate it")
+                eq1 += d[-1] * b
+                ps_mb += b
+                continue
+            s = s_idx[node]
+            used.add(node)
+            eq1 += d[s] * b
+            eq4 += inst.d_s_ps[j, s] * b
+            detour += (d[s] + inst.d_s_ps[j, s] - d[-1]) * b
+        for node in sw:
+            if node not in s_idx:
+                errors.append(f"{key} placed on {node}, not a programmable switch with memory")
+                continue
+            s = s_idx[node]
+            load[s] += b
+            eq1 += inst.d_s_ps[j, s] * b
+            eq4 -= inst.d_s_ps[j, s] * b
+            if node in used:
+                ps_mb += b
+            else:
+                unused += 1
+    violations = [{"switch": inst.switches[s], "load_mb": float(load[s]), "capacity_mb": float(inst.mem_mb[s])}
+                  for s in range(inst.n_s) if load[s] > inst.mem_mb[s] + 1e-6]
+    factors = [load[s] / inst.mem_mb[s] for s in range(inst.n_s) if inst.mem_mb[s] > 0]
+    return {"eq1": eq1, "eq4": eq4, "no_ina": no_ina, "detour": detour,
+            "ps_traffic_mb": ps_mb, "ina_amount_mb": total_mb - ps_mb, "total_gradient_mb": total_mb,
+            "memory_load_mb": {inst.switches[s]: float(load[s]) for s in range(inst.n_s) if load[s] > 0},
+            "memory_violations": violations, "max_load_factor": float(max(factors, default=0.0)),
+            "unused": unused, "errors": errors}
+
+
+# ============================================================================ exact and relaxed
+
+
+def _as_jobs(job: Job | Sequence[Job]) -> list[Job]:
+    return [job] if isinstance(job, Job) else list(job)
+
+
+def _plan_from_integral(inst: GinaInstance, m: _Model, vals: np.ndarray, scheme: str) -> Plan:
+    plan = Plan(scheme=scheme, jobs=[j.name for j in inst.jobs])
+    for g, key in enumerate(inst.sub_keys):
+        plan.submodel_switches[key] = [inst.switches[s] for s in range(inst.n_s)
+                                       if (g, s) in m.x_col and vals[m.x_col[(g, s)]] > 0.5]
+    for ci, c in enumerate(inst.classes):
+        for g, key in enumerate(inst.sub_keys):
+            if inst.sub_job[g] != c.job:
+                continue
+            # any split of the class count u over its (interchangeable) workers is optimal
+            slots: list[str | None] = []
+            for s in range(inst.n_s + 1):
+                col_ = m.u_col.get((ci, g, s))
+                if col_ is not None:
+                    slots += [inst.switches[s] if s < inst.n_s else None] * int(round(vals[col_]))
+            slots += [None] * (len(c.workers) - len(slots))       # guards against rounding noise
+            for w, node in zip(c.workers, slots):
+                plan.aggregation_node.setdefault(w, {})[key] = node
+    return plan
+
+
+def _objective_of(metrics: Mapping[str, Any], objective: Objective) -> float:
+    return float(metrics["eq1" if objective == "eq1" else "eq4"])
+
+
+def solve_gina_ilp(topology: Topology, job: Job | Sequence[Job], *, solver: str = "highs",
+                   objective: Objective = "eq1", candidates: Candidates = "all",
+                   time_limit: float | None = 60.0) -> Plan:
+    """Exact GINA (Eq. 1, or Eq. 4 with ``objective="eq4"``) with PuLP; ``solver`` "highs" or "cbc".
+
+    Meant for small instances (the ILP is NP-hard, §IV). ``plan.status`` is "optimal" when proved
+    optimal, "time_limit" when the limit stopped the search with an incumbent. ``plan.objective``
+    is the chosen objective's value; ``plan.extra`` holds every metric of ``evaluate_plan``.
+    """
+    jobs = _as_jobs(job)
+    inst = build_instance(topology, jobs)
+    m = _build_model(inst, objective, candidates)
+    sol = _solve(m, True, solver, time_limit)
+    if sol.status not in ("optimal", "time_limit"):
+        return Plan("goat-ilp", [j.name for j in jobs], status=sol.status, solve_seconds=sol.seconds)
+    plan = _plan_from_integral(inst, m, sol.values, "goat-ilp")
+    met = evaluate_plan(topology, jobs, plan, inst)
+    plan.objective = _objective_of(met, objective)
+    plan.bound = plan.objective if sol.status == "optimal" else None
+    plan.status = sol.status
+    plan.solve_seconds = sol.seconds
+    plan.extra = {"objective_name": objective, "sense": "min" if objective == "eq1" else "max",
+                  "solver": solver, "variables": len(m.cost), "constraints": len(m.row_lo), **met}
+    return plan
+
+
+@dataclass
+class GinaLp:
+    """Optimal LP relaxation of GINA: x~ (sub-model, switch) and y~ (class, sub-model, node)."""
+    inst: GinaInstance
+    model: _Model
+    solution: _Solution
+    objective: Objective
+    candidates: Candidates
+
+    def x(self, g: int, s: int) -> float:
+        c = self.model.x_col.get((g, s))
+        return float(self.solution.values[c]) if c is not None else 0.0
+
+    def y(self, ci: int, g: int, node: int) -> float:
+        """y~ of each worker of class ``ci`` (node == n_s is the PS)."""
+        c = self.model.u_col.get((ci, g, node))
+        n = len(self.inst.classes[ci].workers)
+        return float(self.solution.values[c]) / n if c is not None else 0.0
+
+
+def relax(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
+          candidates: Candidates = "all", backend: str = "highspy") -> GinaLp:
+    """Step 1 of Alg. 1: solve the LP relaxation (x, y in [0, 1]) of Eq. 1 / Eq. 4."""
+    inst = build_instance(topology, _as_jobs(job))
+    m = _build_model(inst, objective, candidates)
+    sol = _solve(m, False, backend, None)
+    if sol.status != "optimal":
+        raise ModelError(f"GINA LP relaxation is {sol.status}")
+    return GinaLp(inst, m, sol, objective, candidates)
+
+
+def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
+                  candidates: Candidates = "all", backend: str = "highspy",
+                  max_detail: int = 5000) -> Plan:
+    """The LP relaxation of GINA as a Plan: ``objective == bound`` is the LP optimum, a lower bound
+    on Eq. 1 (upper bound on Eq. 4) for every integral plan respecting memory.
+
+    ``submodel_switches`` lists the support of x~; fractional values are in ``extra["x"]``
+    ({sub-model: {switch: x~}}) and, when workers x sub-models <= ``max_detail``, ``extra["y"]``
+    ({worker: {sub-model: {node: y~}}}, node "PS" for alpha). ``aggregation_node`` stays empty.
+    """
+    lp = relax(topology, job, objective=objective, candidates=candidates, backend=backend)
+    return _lp_plan(lp, max_detail)
+
+
+def _lp_plan(lp: GinaLp, max_detail: int) -> Plan:
+    inst = lp.inst
+    plan = Plan("goat-lp", [j.name for j in inst.jobs], status="optimal",
+                objective=lp.solution.objective, bound=lp.solution.objective,
+                solve_seconds=lp.solution.seconds)
+    xs: dict[str, dict[str, float]] = {}
+    for (g, s), _ in sorted(lp.model.x_col.items()):
+        v = lp.x(g, s)
+        if v > _EPS:
+            xs.setdefault(inst.sub_keys[g], {})[inst.switches[s]] = round(v, 9)
+    plan.submodel_switches = {k: sorted(v) for k, v in xs.items()}
+    plan.extra = {"objective_name": lp.objective, "sense": "min" if lp.objective == "eq1" else "max",
+                  "variables": len(lp.model.cost), "constraints": len(lp.model.row_lo), "x": xs}
+    n_pairs = sum(len(c.workers) for c in inst.classes) * len(inst.sub_keys)
+    if n_pairs <= max_detail:
+        ys: dict[str, dict[str, dict[str, float]]] = {}
+        for (ci, g, node), _ in sorted(lp.model.u_col.items()):
+            v = lp.y(ci, g, node)
+            if v > _EPS:
+                name = inst.switches[node] if node < inst.n_s else "PS"
+                for w in inst.classes[ci].workers:
+                    ys.setdefault(w, {}).setdefault(inst.sub_keys[g], {})[name] = round(v, 9)
+        plan.extra["y"] = ys
+    return plan
+
+
+# ============================================================================ KRGS (Alg. 1)
+
+
+def min_max_partition(values: Sequence[float], k: int) -> list[list[int]]:
+    """Alg. 1 line 7: put items into ``k`` knapsacks minimising the largest knapsack sum.
+
+    Exact min-max partition is NP-hard (multiprocessor scheduling); we use LPT (largest item into
+    the currently lightest knapsack), a 4/3-approximation that is exact for the common k <= 2 with
+    few items. Ties are broken by item index, so the result is deterministic.
+    """
+    if k <= 0:
+        return []
+    order = sorted(range(len(values)), key=lambda i: (-values[i], i))
+    bins: list[list[int]] = [[] for _ in range(k)]
+    sums = [0.0] * k
+    for i in order:
+        b = min(range(k), key=lambda a: (sums[a], a))
+        bins[b].append(i)
+        sums[b] += values[i]
+    return bins
+
+
+def krgs(topology: Topology, job: Job | Sequence[Job], seed: int = 0, *,
+         k_rule: Literal["floor", "ceil"] = "floor", objective: Objective = "eq1",
+         candidates: Candidates = "all", repair: bool = False, backend: str = "highspy",
+         lp: GinaLp | None = None) -> Plan:
+    """KRGS, Alg. 1: LP relaxation, knapsack-based rounding of x, randomized choice of y.
+
+    Step 2: for each sub-model g, ``k(g) = floor(sum_s x~_g^s)`` (the paper's text and Lemma 3,
+    Eq. 8; the IWQoS slides print a ceiling, available as ``k_rule="ceil"``), the positive x~_g^s
+    are split into k(g) knapsacks with min-max sum (``min_max_partition``) and one switch is drawn
+    from each knapsack a with probability x~_g^s / S_a. Step 3: each worker draws switch
+    s in S(g) with p(s) = y~_{w,g}^s / x~_g^s and the PS with 1 - sum p(s). When several switches
+    of S(g) carry the same workers' LP mass these p(s) can sum above 1 (Alg. 1 does not say what
+    to do); we then renormalise over S(g) and count it in ``extra["p_renormalised"]``.
+
+    Every (worker, sub-model) ends with exactly one node (Theorems 1-2; the PS is the fallback).
+    Memory is *not* guaranteed: Theorem 5 bounds the overload by ``extra["theorem5_memory_factor"]``
+    with probability >= 1 - 1/|S|; ``extra["memory_violations"]`` and ``extra["max_load_factor"]``
+    report what happened. ``extra["approx_ratio"]`` is the achieved objective over the LP bound
+    (Eq. 1: KRGS / LP >= 1; Eq. 4: LP / KRGS >= 1), ``extra["theorem6_objective_factor"]`` the
+    Theorem 6 factor instantiated as Theorem 5 is (n = |W||S|, nu = 2 LP / largest single term).
+
+    ``repair=True`` makes the plan memory-feasible: (1) switches of S(g) that no worker chose are
+    dropped (Eq. 1 only decreases); (2) while a switch is overloaded, the sub-model whose removal
+    from it costs least per MB freed is removed; its workers there go to the cheapest remaining
+    node of S(g) + PS, or g is opened on a switch with enough free memory when that is cheaper.
+    Cost: O(#removals x |G_s| x |S| x |W|) arithmetic, i.e. milliseconds at §VII-D scale; the
+    Eq. 1 increase of step (2) is ``extra["repair"]["objective_increase"]`` (typically a few %,
+    bounded by moving the affected workers to the PS).
+    """
+    t0 = time.perf_counter()
+    jobs = _as_jobs(job)
+    lp = lp if lp is not None else relax(topology, jobs, objective=objective, candidates=candidates, backend=backend)
+    inst = lp.inst
+    rng = np.random.default_rng(seed)
+    n_s = inst.n_s
+    plan = Plan("goat", [j.name for j in inst.jobs], status="heuristic")
+    ks: dict[str, int] = {}
+    knap_sums: list[float] = []
+    chosen: list[list[int]] = []
+    # ---- Step 2: assign switches to sub-model gradients (Alg. 1 lines 5-13)
+    for g, key in enumerate(inst.sub_keys):
+        sw = [s for s in range(n_s) if lp.x(g, s) > _EPS]
+        xv = [lp.x(g, s) for s in sw]
+        tot = sum(xv)
+        k = math.floor(tot + 1e-6) if k_rule == "floor" else math.ceil(tot - 1e-6)
+        k = min(k, len(sw))
+        ks[key] = k
+        picked: list[int] = []
+        for items in min_max_partition(xv, k):
+            sa = sum(xv[i] for i in items)
+            knap_sums.append(sa)
+            probs = np.array([xv[i] for i in items]) / sa
+            picked.append(sw[items[int(rng.choice(len(items), p=probs))]])
+        chosen.append(sorted(picked))
+        plan.submodel_switches[key] = [inst.switches[s] for s in sorted(picked)]
+    # ---- Step 3: aggregation node of each worker's sub-model gradient (Alg. 1 lines 15-20)
+    renorm = 0
+    for ci, c in enumerate(inst.classes):
+        for w in c.workers:
+            for g, key in enumerate(inst.sub_keys):
+                if inst.sub_job[g] != c.job:
+                    continue
+                p = np.array([lp.y(ci, g, s) / lp.x(g, s) for s in chosen[g]])
+                if p.sum() > 1.0 + 1e-9:
+                    p = p / p.sum()
+                    renorm += 1
+                r = rng.random()
+                cum = np.cumsum(p)
+                i = int(np.searchsorted(cum, r, side="right"))
+                plan.aggregation_node.setdefault(w, {})[key] = inst.switches[chosen[g][i]] if i < len(p) else None
+    met = evaluate_plan(topology, inst.jobs, plan, inst)
+    extra: dict[str, Any] = {}
+    if repair:
+        extra["repair"] = _repair(inst, plan, objective)
+        met = evaluate_plan(topology, inst.jobs, plan, inst)
+    plan.objective = _objective_of(met, objective)
+    plan.bound = lp.solution.objective
+    plan.solve_seconds = time.perf_counter() - t0     # includes the LP when it was solved here
+    n_workers = sum(len(j.workers) for j in inst.jobs)
+    big_b = float(inst.sub_mb.max()) if len(inst.sub_mb) else 1.0
+    nu_mem = 2.0 * float(inst.mem_mb.min()) / big_b if n_s else 0.0
+    extra.update({
+        "objective_name": objective, "sense": "min" if objective == "eq1" else "max", "seed": seed,
+        "k_rule": k_rule, "lp_objective": lp.solution.objective, "lp_seconds": lp.solution.seconds,
+        "approx_ratio": _ratio(plan.objective, lp.solution.objective, objective),
+        "k": ks, "min_knapsack_sum": min(knap_sums, default=None), "p_renormalised": renorm,
+        "theorem5_memory_factor": theorem_factor(n_s, nu_mem),
+        "theorem6_objective_factor": (theorem_factor(n_workers * n_s, 2.0 * lp.solution.objective
+                                                     / _largest_term(inst)) if objective == "eq1" else None),
+        **met})
+    plan.extra = extra
+    return plan
+
+
+def _ratio(obj: float, lp_obj: float, objective: Objective) -> float | None:
+    num, den = (obj, lp_obj) if objective == "eq1" else (lp_obj, obj)
+    if den <= 1e-12:
+        return 1.0 if abs(num) <= 1e-12 else None
+    return num / den
+
+
+def _largest_term(inst: GinaInstance) -> float:
+    """Largest single summand of Eq. 1 (the Chernoff normalisation of Theorem 6)."""
+    best = 1e-12
+    for g, b in enumerate(inst.sub_mb):
+        j = int(inst.sub_job[g])
+        for c in inst.classes:
+            if c.job == j:
+                best = max(best, b * float(np.max(c.dist[np.isfinite(c.dist)])))
+        d = inst.d_s_ps[j][np.isfinite(inst.d_s_ps[j])]
+        if len(d):
+            best = max(best, b * float(d.max()))
+    return best
+
+
+def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, Any]:
+    """Make ``plan`` respect switch memory (see ``krgs``); returns what it changed and cost.
+
+    Costs are Eq. 1's even when Eq. 4 was optimised: the repair moves traffic, and Eq. 1 measures
+    traffic (for on-path candidates the two differ by a constant).
+    """
+    s_idx = {s: i for i, s in enumerate(inst.switches)}
+    key_g = {k: g for g, k in enumerate(inst.sub_keys)}
+
+    def node_cost(j: int, w: str, node: str | None) -> float:
+        d = inst.worker_dist[(j, w)]
+        return float(d[-1] if node is None else d[s_idx[node]])
+
+    def total() -> float:
+        tot = 0.0
+        for g, key in enumerate(inst.sub_keys):
+            j, b = int(inst.sub_job[g]), float(inst.sub_mb[g])
+            tot += b * sum(inst.d_s_ps[j, s_idx[s]] for s in plan.submodel_switches[key])
+            tot += b * sum(node_cost(j, w, plan.aggregation_node[w][key]) for w in inst.jobs[j].workers)
+        return tot
+
+    before = total()
+    # (1) drop switches that aggregate nobody's gradient: frees memory, lowers Eq. 1
+    pruned = 0
+    for g, key in enumerate(inst.sub_keys):
+        j = int(inst.sub_job[g])
+        used = {plan.aggregation_node[w][key] for w in inst.jobs[j].workers}
+        keep = [s for s in plan.submodel_switches[key] if s in used]
+        pruned += len(plan.submodel_switches[key]) - len(keep)
+        plan.submodel_switches[key] = keep
+    after_prune = total()
+    load = np.zeros(inst.n_s)
+    for g, key in enumerate(inst.sub_keys):
+        for s in plan.submodel_switches[key]:
+            load[s_idx[s]] += inst.sub_mb[g]
+    removed = moved = opened = 0
+    while True:
+        over = [s for s in range(inst.n_s) if load[s] > inst.mem_mb[s] + 1e-9]
+        if not over:
+            break
+        s = over[0]
+        sname = inst.switches[s]
+        best: tuple[float, int, str | None, dict[str, str | None]] | None = None
+        for key, sws in plan.submodel_switches.items():
+            if sname not in sws:
+                continue
+            g = key_g[key]
+            j, b = int(inst.sub_job[g]), float(inst.sub_mb[g])
+            movers = [w for w in inst.jobs[j].workers if plan.aggregation_node[w][key] == sname]
+            rest: list[str | None] = [t for t in sws if t != sname] + [None]
+            # option A: every mover to its cheapest remaining node of S(g) or the PS
+            dest = {w: min(rest, key=lambda t, w=w: node_cost(j, w, t)) for w in movers}
+            delta = b * sum(node_cost(j, w, dest[w]) - node_cost(j, w, sname) for w in movers)
+            delta -= b * inst.d_s_ps[j, s]
+            new_sw: str | None = None
+            # option B: open g on a switch with room for it, when that serves the movers better
+            for t in range(inst.n_s):
+                tname = inst.switches[t]
+                if tname in sws or load[t] + b > inst.mem_mb[t] + 1e-9 or not math.isfinite(inst.d_s_ps[j, t]):
+                    continue
+                dest_b = {w: min([dest[w], tname], key=lambda v, w=w: node_cost(j, w, v)) for w in movers}
+                if tname not in dest_b.values():
+                    continue
+                d_b = b * sum(node_cost(j, w, dest_b[w]) - node_cost(j, w, sname) for w in movers)
+                d_b += b * (inst.d_s_ps[j, t] - inst.d_s_ps[j, s])
+                if d_b < delta - 1e-12:
+                    delta, dest, new_sw = d_b, dest_b, tname
+            score = delta / b
+            if best is None or score < best[0] - 1e-12:
+                best = (score, g, new_sw, dest)
+        assert best is not None
+        _, g, new_sw, dest = best
+        key = inst.sub_keys[g]
+        plan.submodel_switches[key] = [t for t in plan.submodel_switches[key] if t != sname]
+        load[s] -= inst.sub_mb[g]
+        removed += 1
+        if new_sw is not None:
+            plan.submodel_switches[key] = sorted(plan.submodel_switches[key] + [new_sw])
+            load[s_idx[new_sw]] += inst.sub_mb[g]
+            opened += 1
+        for w, t in dest.items():
+            plan.aggregation_node[w][key] = t
+            moved += 1
+    after = total()
+    return {"pruned_unused": pruned, "removed": removed, "opened": opened, "moved_workers": moved,
+            "objective_before": before, "objective_after_prune": after_prune, "objective_after": after,
+            "objective_increase": after - after_prune}
+
+
+# ============================================================================ GOAT-Async (Alg. 2)
+
+
+@dataclass(frozen=True)
+class PsiParams:
+    """Parameters of psi(K) (Eq. 36): epochs needed to reach the convergence threshold epsilon.
+
+    ``loss_gap`` is F(x_0) - F(x_*), ``sigma2`` the local-gradient variance bound (Eq. 24),
+    ``n`` the n of Eq. 34 (defaults to |W|). The defaults are illustrative, not from the paper.
+    """
+    loss_gap: float = 1.0
+    epsilon: float = 0.1
+    sigma2: float = 0.05
+    n: int | None = None
+
+
+def psi(k: int, params: PsiParams, n_workers: int) -> float:
+    """Eq. 36: psi(K) = 4 K^2 (F0 - F*)^2 / (n (eps K - sigma^2)^2); inf when eps K <= sigma^2."""
+    n = params.n or n_workers
+    denom = params.epsilon * k - params.sigma2
+    if denom <= 0:
+        return _INF
+    return 4.0 * k * k * params.loss_gap ** 2 / (n * denom * denom)
+
+
+def choose_k(history: Sequence[float], psi_fn: Callable[[int], float],
+             rounds: int | None = None) -> tuple[int, dict[str, Any]]:
+    """Alg. 2: the number K_{t+1} of participating workers minimising T(K) x H-bar(K).
+
+    ``history`` holds p_w, each worker's last interval between parameter distribution and its
+    gradient's arrival. For each K in 1..|W|: p'_w <- p_w; for M rounds (default M = |W|, as §V-C
+    suggests) the epoch lasts h_t = the K-th smallest p'; a worker with p'_w > h_t is still on its
+    way (p'_w <- p'_w - h_t), the others took part and start afresh (p'_w <- p_w). H-bar is the mean
+    h_t, T = psi(K) (Eq. 36) and H = T H-bar; the K with the least H wins, ties going to the larger
+    K (line 16 uses <=). Returns (K, details with H-bar, T and H per K).
+    """
+    p = [float(v) for v in history]
+    n = len(p)
+    if n == 0:
+        raise ValueError("GOAT-Async needs the history of at least one worker")
+    m_rounds = rounds or n
+    best_k, best_h = n, _INF
+    table: dict[int, dict[str, float]] = {}
+    for k in range(1, n + 1):
+        cur = list(p)
+        hs: list[float] = []
+        for _ in range(m_rounds):
+            h_t = sorted(cur)[k - 1]
+            hs.append(h_t)
+            cur = [c - h_t if c > h_t else p[i] for i, c in enumerate(cur)]
+        h_bar = sum(hs) / len(hs)
+        t = psi_fn(k)
+        h = t * h_bar
+        table[k] = {"H_bar": h_bar, "T": t, "H": h}
+        if h <= best_h:
+            best_k, best_h = k, h
+    return best_k, {"K": best_k, "H": best_h, "per_K": table, "rounds": m_rounds}
+
+
+def goat_async(topology: Topology, job: Job, history: Mapping[str, float] | Sequence[float], *,
+               seed: int = 0, psi_params: PsiParams = PsiParams(), rounds: int | None = None,
+               plan: Plan | None = None, **krgs_options: Any) -> Plan:
+    """GOAT for asynchronous training (§V): KRGS placement plus K_t from Alg. 2 (``choose_k``).
+
+    ``history`` maps each worker to its last gradient interval p_w (or lists them in
+    ``job.workers`` order). The K_t fastest workers participate (z_w^t = 1, §V-A); ``extra["async"]``
+    holds K_t, the participants, K_t^s per switch as Eq. 20 sums it (sum over w, g of y z), the
+    per-(switch, sub-model) counts a switch waits for, the PS's counts, and Alg. 2's table.
+    ``plan`` reuses an existing GOAT plan instead of running KRGS.
+    """
+    if isinstance(history, Mapping):
+        missing = [w for w in job.workers if w not in history]
+        if missing:
+            raise ModelError(f"GOAT-Async: no history for workers {missing}")
+        hist = [float(history[w]) for w in job.workers]
+    else:
+        hist = [float(v) for v in history]
+        if len(hist) != len(job.workers):
+            raise ModelError(f"GOAT-Async: {len(hist)} history values for {len(job.workers)} workers")
+    k, info = choose_k(hist, lambda kk: psi(kk, psi_params, len(job.workers)), rounds)
+    base = plan if plan is not None else krgs(topology, job, seed, **krgs_options)
+    out = Plan.from_dict(base.to_dict())
+    out.scheme = "goat-async"
+    order = sorted(range(len(job.workers)), key=lambda i: (hist[i], i))
+    part = [job.workers[i] for i in order[:k]]
+    per_sub: dict[str, dict[str, int]] = {}
+    at_ps: dict[str, int] = {}
+    for w in part:
+        for g, node in out.aggregation_node.get(w, {}).items():
+            if node is None:
+                at_ps[g] = at_ps.get(g, 0) + 1
+            else:
+                cnt = per_sub.setdefault(node, {})
+                cnt[g] = cnt.get(g, 0) + 1
+    out.extra = dict(out.extra)
+    out.extra["async"] = {"K_t": k, "participants": part,
+                          "K_ts": {s: sum(v.values()) for s, v in per_sub.items()},
+                          "K_tsg": per_sub, "K_t_ps": at_ps,
+                          "alg2": {str(kk): v for kk, v in info["per_K"].items()}, "rounds": info["rounds"]}
+    return out
+
+
+# ============================================================================ scheme registry
+
+from controller.schemes import register  # noqa: E402  (schemes imports this module lazily)
+
+
+def _common(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {"objective": options.get("objective", "eq1"), "candidates": options.get("candidates", "all")}
+
+
+@register("goat")
+def _scheme_goat(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+    """KRGS (Alg. 1). Options: seed (0), repair (True: a plan for switches must fit their memory;
+    false gives Alg. 1's raw rounding), k_rule, objective, candidates, backend."""
+    return krgs(topology, jobs, int(options.get("seed", 0)), repair=bool(options.get("repair", True)),
+                k_rule=options.get("k_rule", "floor"), backend=options.get("backend", "highspy"),
+                **_common(options))
+
+
+@register("goat-ilp")
+def _scheme_goat_ilp(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+    """Exact GINA. Options: solver ("highs" or "cbc"), time_limit (60 s), objective, candidates."""
+    return solve_gina_ilp(topology, jobs, solver=options.get("solver", "highs"),
+                          time_limit=options.get("time_limit", 60.0), **_common(options))
+
+
+@register("goat-lp")
+def _scheme_goat_lp(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+    """LP relaxation (bound). Options: backend ("highspy", "highs", "cbc"), objective, candidates."""
+    return solve_gina_lp(topology, jobs, backend=options.get("backend", "highspy"), **_common(options))
+
+
+@register("goat-async")
+def _scheme_goat_async(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+    """GOAT-Async (Alg. 2) for one job. Options: history ({worker: p_w}; else job.meta["history"];
+    else all equal), loss_gap / epsilon / sigma2 / n (psi, Eq. 36), rounds, plus "goat"'s options."""
+    if len(jobs) != 1:
+        raise ModelError("goat-async plans one job at a time (Alg. 2 is per job)")
+    job = jobs[0]
+    history = options.get("history") or job.meta.get("history") or {w: 1.0 for w in job.workers}
+    defaults = PsiParams()
+    params = PsiParams(float(options.get("loss_gap", defaults.loss_gap)),
+                       float(options.get("epsilon", defaults.epsilon)),
+                       float(options.get("sigma2", defaults.sigma2)), options.get("n"))
+    return goat_async(topology, job, history, seed=int(options.get("seed", 0)), psi_params=params,
+                      rounds=options.get("rounds"), repair=bool(options.get("repair", True)),
+                      k_rule=options.get("k_rule", "floor"), **_common(options))

@@ -1,0 +1,621 @@
+"""InArt: in-network aggregation with route selection in a multi-PS architecture.
+
+InArt (WWW '24, §3-§4) picks, for one training job with several parameter servers (PSs):
+
+* ``x_s``: the fraction of the model that PS ``s`` owns (``Σ_s x_s = 1``);
+* for every worker ``w`` and PS ``s``: whether ``w``'s gradients for ``s`` are aggregated at
+  the PS (``y^{s,w}``) or at one programmable switch ``v`` (``y_v^{s,w}``, at most one switch,
+  §3.2 "INA constraints");
+* one path per flow: worker→PS (direct), worker→switch, switch→PS (``q_p``);
+
+so as to maximise the per-worker gradient sending rate ``f`` under switch aggregation capacity
+``C(v)``, PS ingress capacity ``B(s)`` and link capacity ``B(e)`` (minus background ``c``/``b``),
+Eq. (1). A worker sends ``f·x_s`` to PS ``s``; every flow on a link, into a switch or into a PS
+carries that rate, and a switch that aggregates anything for ``s`` sends one flow of ``f·x_s``
+to ``s`` (``z_v^s``).
+
+Linearisation used throughout (why: Eq. (1)/(2)/(5) multiply ``f``, ``x_s`` and the 0/1
+variables). Substituting rates ``r_s = f·x_s`` and flow rates ``r_s·y`` / ``r_s·q`` / ``r_s·z``
+turns every relaxation into a linear program whose optimum is exactly that of the relaxation:
+
+* **LP-InArt, Eq. (5)** with a fixed split: add ``r_s = x_s·f``; its optimum ``f~`` is the
+  paper's upper bound for Eq. (1) at that split;
+* the same LP with ``x`` free: the relaxation of the whole of Eq. (1) (an upper bound on any
+  integral plan with any split);
+* **Eq. (2)** (L-InArt's model: switch and PS capacity only, no links, no routes).
+
+Variants (``solve_inart(..., variant=...)``):
+
+``"l-inart"``   the paper's two-phase InArt: phase 1 (L-InArt, Alg. 1) splits the model by
+                solving Eq. (2) -- the LP's dual values are the KKT/Lagrange multipliers of
+                Eq. (3)-(4) and are reported in ``plan.extra["lagrange"]``; among equally
+                good splits the one closest to capacity-proportional is taken (Eq. (2) has
+                no routes, so with equal PS capacities it is often degenerate). Phase 2 is
+                R-InArt at that fixed split.
+``"r-inart"``   (default, scheme ``"inart"``) both phases at once: the split is taken from
+                the LP relaxation of the whole of Eq. (1) (links included), then R-InArt
+                rounds; since ``x_s`` is a free variable here, the split is re-optimised for
+                the rounded routes (a |S|-variable LP). This is what reproduces Fig. 1(c)'s
+                60/40 split and rate 2.5.
+``"equal-split"`` (scheme ``"inart-equal"``) ``x_s = 1/|S|`` then R-InArt: the paper's first
+                benchmark (§5.1.2, "R-InArt" in Figs. 2-5).
+
+R-InArt (Alg. 2): solve LP-InArt (Eq. (5)), then randomised rounding: for each (s, w) pick
+the aggregation location PS/``v`` with probabilities ``y~``; then a path for each chosen flow
+with probabilities ``q~`` (conditional on the location), and one switch→PS path per used
+``(v, s)`` (``z^s_v = 1``). The rounded plan's rate is ``min`` over resources of
+residual capacity / load (so it is always feasible; the paper instead states a bi-criteria
+violation bound). Rounding is repeated ``rounds`` times with a seeded generator and the best
+plan is kept (why: one draw has high variance on small instances).
+
+Feasible route sets ``P`` (§3.1 leaves them open): all shortest paths between the two ends
+(hosts never transit), at most ``k_paths`` per pair; a switch ``v`` is a candidate
+aggregation point for (s, w) when it is programmable with spare capacity and lies within
+``max_detour`` extra hops of a shortest w→s route. Links are full duplex: capacity per
+direction, and only the gradient direction (towards the PSs) is loaded, as in Eq. (1).
+
+The same machinery expresses the paper's other benchmarks (§5.1.2) so that all are scored in
+one model: ``aggregation="tor"`` with an equal split is ATP (best-effort aggregation at each
+worker's ToR, least-loaded routes to the PSs), ``aggregation="none"`` is LBMM (load-balanced
+routing without INA).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+
+import highspy
+import numpy as np
+
+from controller.model import Job, ModelError, Plan, Topology
+
+Variant = Literal["r-inart", "l-inart", "equal-split"]
+Aggregation = Literal["any", "tor", "none"]
+VARIANTS: tuple[str, ...] = ("r-inart", "l-inart", "equal-split")
+SCHEME_OF_VARIANT = {"r-inart": "inart", "l-inart": "l-inart", "equal-split": "inart-equal"}
+
+Path = tuple[str, ...]
+Arc = tuple[str, str]
+INF = math.inf
+_EPS = 1e-9
+
+
+# ----------------------------------------------------------------------------- LP helper
+class _LP:
+    """Collects columns and rows, solves with HiGHS in one pass (why: per-row Python calls
+    into HiGHS dominate the time on the 54-host fat-tree)."""
+
+    def __init__(self) -> None:
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+        self.cost: list[float] = []
+        self.rlo: list[float] = []
+        self.rhi: list[float] = []
+        self.starts: list[int] = []
+        self.idx: list[int] = []
+        self.val: list[float] = []
+
+    def var(self, lo: float = 0.0, hi: float = INF, cost: float = 0.0) -> int:
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.cost.append(cost)
+        return len(self.lo) - 1
+
+    def row(self, terms: Sequence[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
+        self.starts.append(len(self.idx))
+        for i, c in terms:
+            self.idx.append(i)
+            self.val.append(c)
+        self.rlo.append(lo)
+        self.rhi.append(hi)
+        return len(self.rlo) - 1
+
+    def solve(self) -> tuple[str, float, np.ndarray, np.ndarray]:
+        """Maximise; returns (status, objective, column values, row duals)."""
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        inf = highspy.kHighsInf
+        fix = lambda a: np.array([inf if v == INF else (-inf if v == -INF else v) for v in a])
+        n = len(self.lo)
+        h.addVars(n, fix(self.lo), fix(self.hi))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost, dtype=float))
+        if self.rlo:
+            h.addRows(len(self.rlo), fix(self.rlo), fix(self.rhi), len(self.idx),
+                      np.array(self.starts, dtype=np.int32), np.array(self.idx, dtype=np.int32),
+                      np.array(self.val, dtype=float))
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        h.run()
+        status = h.modelStatusToString(h.getModelStatus()).lower()
+        sol = h.getSolution()
+        return (status, h.getInfo().objective_function_value,
+                np.array(sol.col_value), np.array(sol.row_dual))
+
+
+# ----------------------------------------------------------------------------- instance
+@dataclass
+class _Instance:
+    """Resources, candidate aggregation switches and route sets of one (topology, job)."""
+    topo: Topology
+    workers: list[str]
+    ps: list[str]
+    switch_cap: dict[str, float]            # residual C(v) - c(v) of candidate switches
+    ps_cap: dict[str, float]                # residual B(s) - b(s)
+    arc_cap: dict[Arc, float]               # residual B(e) - b(e), per direction
+    cand: dict[tuple[str, str], list[str]]  # (s, w) -> switches that may aggregate w for s
+    direct: dict[tuple[str, str], list[Path]] = field(default_factory=dict)   # (s, w)
+    up: dict[tuple[str, str], list[Path]] = field(default_factory=dict)       # (v, w)
+    down: dict[tuple[str, str], list[Path]] = field(default_factory=dict)     # (v, s)
+
+
+def _bfs(topo: Topology, src: str) -> dict[str, int]:
+    """Hop distances from ``src``; hosts other than ``src`` are reached but never expanded."""
+    dist = {src: 0}
+    q = deque([src])
+    while q:
+        u = q.popleft()
+        if u != src and topo.nodes[u].kind == "host":
+            continue
+        for v in topo.neighbors(u):
+            if v not in dist:
+                dist[v] = dist[u] + 1
+                q.append(v)
+    return dist
+
+
+def _shortest_paths(topo: Topology, a: str, b: str, dist_b: Mapping[str, int], k: int) -> list[Path]:
+    """Up to ``k`` shortest a→b paths in deterministic (link) order; hosts do not transit."""
+    if a not in dist_b:
+        return []
+    out: list[Path] = []
+
+    def walk(path: list[str]) -> None:
+        if len(out) >= k:
+            return
+        u = path[-1]
+        if u == b:
+            out.append(tuple(path))
+            return
+        for v in topo.neighbors(u):
+            if dist_b.get(v) == dist_b[u] - 1 and (v == b or topo.nodes[v].kind == "switch"):
+                path.append(v)
+                walk(path)
+                path.pop()
+
+    walk([a])
+    return out
+
+
+def _arcs(path: Path) -> list[Arc]:
+    return list(zip(path, path[1:]))
+
+
+def _residual(cap: float, used: float) -> float:
+    return max(0.0, cap - used)
+
+
+def _build_instance(topo: Topology, job: Job, aggregation: Aggregation, k_paths: int,
+                    max_detour: int, background: Mapping[str, float]) -> _Instance:
+    workers, ps = list(dict.fromkeys(job.workers)), list(dict.fromkeys(job.ps))
+    if not workers or not ps:
+        raise ModelError(f"job {job.name}: InArt needs at least one worker and one PS")
+    for n in workers + ps:
+        if n not in topo.nodes:
+            raise ModelError(f"job {job.name}: node {n} is not in topology {topo.name}")
+    if set(workers) & set(ps):
+        raise ModelError(f"job {job.name}: a host cannot be both worker and PS")
+    # Background usage: node names, or "u->v" (one direction) / "u-v" (both) for links.
+    bg_arc: dict[Arc, float] = {}
+    for key, used in background.items():
+        if "->" in key:
+            u, v = key.split("->")
+            bg_arc[(u, v)] = bg_arc.get((u, v), 0.0) + used
+        elif "-" in key and key not in topo.nodes:
+            u, v = key.split("-", 1)
+            for arc in ((u, v), (v, u)):
+                bg_arc[arc] = bg_arc.get(arc, 0.0) + used
+    arc_cap: dict[Arc, float] = {}
+    for l in topo.links:
+        for arc in ((l.a, l.b), (l.b, l.a)):
+            arc_cap[arc] = _residual(l.capacity_gbps, bg_arc.get(arc, 0.0))
+    # B(s): the PS's processing capacity, and never more than its NICs can take in.
+    ps_cap = {}
+    for s in ps:
+        nic = sum(l.capacity_gbps for l in topo.links_of(s))
+        own = topo.nodes[s].capacity_gbps or INF
+        ps_cap[s] = _residual(min(own, nic), background.get(s, 0.0))
+    # C(v): capacity 0 on a programmable switch means "not limited" (model.py).
+    switch_cap = {}
+    for v in topo.programmable_switches():
+        c = _residual(topo.nodes[v].capacity_gbps or INF, background.get(v, 0.0))
+        if c > _EPS:
+            switch_cap[v] = c
+    dist = {n: _bfs(topo, n) for n in ps + list(switch_cap)}
+    dist_w = {w: _bfs(topo, w) for w in workers}
+    cand: dict[tuple[str, str], list[str]] = {}
+    for s in ps:
+        for w in workers:
+            if w not in dist[s]:
+                raise ModelError(f"job {job.name}: no route from {w} to PS {s}")
+            if aggregation == "none":
+                cand[(s, w)] = []
+            elif aggregation == "tor":
+                tor = topo.tor_of(w)
+                cand[(s, w)] = [tor] if tor in switch_cap else []
+            else:
+                d = dist[s][w]
+                cand[(s, w)] = [v for v in switch_cap
+                                if dist_w[w].get(v, INF) + dist[v].get(s, INF) <= d + max_detour]
+    inst = _Instance(topo, workers, ps, switch_cap, ps_cap, arc_cap, cand)
+    for s in ps:
+        for w in workers:
+            inst.direct[(s, w)] = _shortest_paths(topo, w, s, dist[s], k_paths)
+            for v in cand[(s, w)]:
+                if (v, w) not in inst.up:
+                    inst.up[(v, w)] = _shortest_paths(topo, w, v, dist[v], k_paths)
+                if (v, s) not in inst.down:
+                    inst.down[(v, s)] = _shortest_paths(topo, v, s, dist[s], k_paths)
+    return inst
+
+
+# ----------------------------------------------------------------------------- relaxations
+@dataclass
+class _Relaxation:
+    """Solution of Eq. (5) (``links=True``) or Eq. (2) (``links=False``) in rate form."""
+    status: str
+    f: float
+    r: dict[str, float]                                   # r_s = f·x_s
+    direct: dict[tuple[str, str], list[float]]            # (s, w) -> rate per direct path
+    up: dict[tuple[str, str, str], list[float]]           # (s, v, w) -> rate per w→v path
+    down: dict[tuple[str, str], list[float]]              # (s, v) -> rate per v→s path
+    duals: dict[str, float]                               # capacity rows -> multiplier
+
+
+def _relax(inst: _Instance, split: Mapping[str, float] | None, links: bool,
+           prefer: Mapping[str, float] | None = None) -> _Relaxation:
+    """Max ``f`` over the relaxation. ``split`` fixes ``x``; ``links=False`` drops link rows and
+    routes (Eq. (2)). ``prefer``: after maximising ``f``, pick among optimal splits the one
+    closest (L1) to these fractions (why: Eq. (2) is often degenerate in ``x``)."""
+    lp = _LP()
+    f = lp.var(cost=1.0)
+    r = {s: lp.var() for s in inst.ps}
+    lp.row([(r[s], 1.0) for s in inst.ps] + [(f, -1.0)], 0.0, 0.0)           # Σ x_s = 1
+    if split is not None:
+        for s in inst.ps:
+            lp.row([(r[s], 1.0), (f, -split.get(s, 0.0))], 0.0, 0.0)
+    one = [()]  # Eq. (2): one route-less "path" per flow
+    cols_d: dict[tuple[str, str], list[int]] = {}
+    cols_u: dict[tuple[str, str, str], list[int]] = {}
+    cols_z: dict[tuple[str, str], list[int]] = {}
+    on_arc: dict[Arc, list[int]] = {}
+    on_switch: dict[str, list[int]] = {v: [] for v in inst.switch_cap}
+    into_ps: dict[str, list[int]] = {s: [] for s in inst.ps}
+
+    def cols(paths: Sequence[Path]) -> list[int]:
+        out = []
+        for p in (paths if links else one):
+            c = lp.var()
+            out.append(c)
+            for a in _arcs(p):
+                on_arc.setdefault(a, []).append(c)
+        return out
+
+    for s in inst.ps:
+        for w in inst.workers:
+            cols_d[(s, w)] = cols(inst.direct[(s, w)])
+            into_ps[s] += cols_d[(s, w)]
+            terms = [(c, 1.0) for c in cols_d[(s, w)]]
+            for v in inst.cand[(s, w)]:
+                if (s, v) not in cols_z:
+                    cols_z[(s, v)] = cols(inst.down[(v, s)])
+                    into_ps[s] += cols_z[(s, v)]
+                    # z_v^s <= 1, i.e. the aggregate flow carries at most r_s
+                    lp.row([(c, 1.0) for c in cols_z[(s, v)]] + [(r[s], -1.0)], hi=0.0)
+                cu = cols_u[(s, v, w)] = cols(inst.up[(v, w)])
+                on_switch[v] += cu
+                terms += [(c, 1.0) for c in cu]
+                # y_v^{s,w} <= z_v^s
+                lp.row([(c, 1.0) for c in cu] + [(c, -1.0) for c in cols_z[(s, v)]], hi=0.0)
+            lp.row(terms + [(r[s], -1.0)], 0.0, 0.0)           # y + Σ_v y_v = 1
+    cap_rows: dict[str, int] = {}
+    for v, cs in on_switch.items():
+        if cs and inst.switch_cap[v] < INF:
+            cap_rows[f"switch:{v}"] = lp.row([(c, 1.0) for c in cs], hi=inst.switch_cap[v])
+    for s, cs in into_ps.items():
+        if inst.ps_cap[s] < INF:
+            cap_rows[f"ps:{s}"] = lp.row([(c, 1.0) for c in cs], hi=inst.ps_cap[s])
+    if links:
+        for a, cs in on_arc.items():
+            cap_rows[f"link:{a[0]}->{a[1]}"] = lp.row([(c, 1.0) for c in cs], hi=inst.arc_cap[a])
+    status, obj, x, duals = lp.solve()
+    if status != "optimal":
+        raise ModelError(f"InArt relaxation is {status}")
+    if prefer is not None and obj > _EPS:
+        # Second stage: keep f at its optimum, minimise Σ_s |r_s - prefer_s·f*|.
+        lp.cost[f] = 0.0
+        lp.lo[f] = obj * (1 - 1e-7)
+        for s in inst.ps:
+            d = lp.var(cost=-1.0)
+            lp.row([(d, 1.0), (r[s], -1.0)], lo=-prefer[s] * obj)
+            lp.row([(d, 1.0), (r[s], 1.0)], lo=prefer[s] * obj)
+        status2, _, x2, _ = lp.solve()
+        if status2 == "optimal":
+            x = x2
+    get = lambda cs: [max(0.0, float(x[c])) for c in cs]
+    return _Relaxation(
+        status, float(x[f]), {s: max(0.0, float(x[r[s]])) for s in inst.ps},
+        {k: get(v) for k, v in cols_d.items()}, {k: get(v) for k, v in cols_u.items()},
+        {k: get(v) for k, v in cols_z.items()},
+        {name: float(duals[i]) if i < len(duals) else 0.0 for name, i in cap_rows.items()})
+
+
+# ----------------------------------------------------------------------------- rounding
+@dataclass
+class _Rounded:
+    agg: dict[tuple[str, str], str | None]         # (s, w) -> switch or None (at the PS)
+    up: dict[tuple[str, str], Path]                # (s, w) -> worker→switch or worker→PS path
+    down: dict[tuple[str, str], Path]              # (s, v) -> switch→PS path, z_v^s = 1
+
+
+def _pick(rng: np.random.Generator, weights: Sequence[float]) -> int:
+    """Index drawn with probability proportional to ``weights`` (first one if all are 0)."""
+    tot = float(sum(weights))
+    if tot <= _EPS:
+        return 0
+    u = rng.random() * tot
+    acc = 0.0
+    for i, wt in enumerate(weights):
+        acc += wt
+        if u < acc:
+            return i
+    return len(weights) - 1
+
+
+def _round(inst: _Instance, rel: _Relaxation, active: Sequence[str],
+           rng: np.random.Generator) -> _Rounded:
+    """One randomised rounding of Alg. 2 (lines 5-28)."""
+    agg: dict[tuple[str, str], str | None] = {}
+    up: dict[tuple[str, str], Path] = {}
+    down: dict[tuple[str, str], Path] = {}
+    for s in active:
+        for w in inst.workers:
+            cands = inst.cand[(s, w)]
+            d = rel.direct[(s, w)]
+            weights = [sum(d)] + [sum(rel.up[(s, v, w)]) for v in cands]
+            i = _pick(rng, weights)
+            if i == 0:      # y^{s,w} = 1: to the PS, path by q~^{s,w}
+                agg[(s, w)] = None
+                up[(s, w)] = inst.direct[(s, w)][_pick(rng, d)]
+            else:           # y_v^{s,w} = 1: INA rule on v, path by q~^{v,w}
+                v = cands[i - 1]
+                agg[(s, w)] = v
+                up[(s, w)] = inst.up[(v, w)][_pick(rng, rel.up[(s, v, w)])]
+                if (s, v) not in down:                           # z_v^s = 1, path by q~^{s,v}
+                    down[(s, v)] = inst.down[(v, s)][_pick(rng, rel.down[(s, v)])]
+    return _Rounded(agg, up, down)
+
+
+def _flow_counts(inst: _Instance, rd: _Rounded) -> dict[str, dict[str, int]]:
+    """Resource -> PS -> number of flows of rate f·x_s it carries (Eq. (1) left-hand sides)."""
+    cnt: dict[str, dict[str, int]] = {}
+
+    def add(res: str, s: str) -> None:
+        d = cnt.setdefault(res, {})
+        d[s] = d.get(s, 0) + 1
+
+    for (s, w), v in rd.agg.items():
+        for a in _arcs(rd.up[(s, w)]):
+            add(f"link:{a[0]}->{a[1]}", s)
+        add(f"switch:{v}" if v else f"ps:{s}", s)
+    for (s, v), p in rd.down.items():
+        for a in _arcs(p):
+            add(f"link:{a[0]}->{a[1]}", s)
+        add(f"ps:{s}", s)
+    return cnt
+
+
+def _capacity(inst: _Instance, res: str) -> float:
+    kind, name = res.split(":", 1)
+    if kind == "switch":
+        return inst.switch_cap[name]
+    if kind == "ps":
+        return inst.ps_cap[name]
+    u, v = name.split("->")
+    return inst.arc_cap[(u, v)]
+
+
+def _rate_fixed(inst: _Instance, cnt: Mapping[str, Mapping[str, int]],
+                split: Mapping[str, float]) -> tuple[float, str]:
+    """Largest f with f·Σ_s x_s·n_s <= capacity on every resource, and the bottleneck."""
+    best, where = INF, ""
+    for res, per in cnt.items():
+        load = sum(split[s] * n for s, n in per.items())
+        if load > _EPS:
+            rate = _capacity(inst, res) / load
+            if rate < best:
+                best, where = rate, res
+    return best, where
+
+
+def _resplit(inst: _Instance, cnt: Mapping[str, Mapping[str, int]],
+             active: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """Best split for fixed integral routes: max Σ r_s s.t. Σ_s n_s r_s <= cap (small LP)."""
+    lp = _LP()
+    r = {s: lp.var(cost=1.0) for s in active}
+    for res, per in cnt.items():
+        terms = [(r[s], float(n)) for s, n in per.items() if s in r and n]
+        if terms:
+            lp.row(terms, hi=_capacity(inst, res))
+    status, f, x, _ = lp.solve()
+    if status != "optimal" or f <= _EPS:
+        return 0.0, {s: 1.0 / len(active) for s in active}
+    return f, {s: max(0.0, float(x[r[s]])) / f for s in active}
+
+
+# ----------------------------------------------------------------------------- public API
+def proportional_split(topology: Topology, job: Job) -> dict[str, float]:
+    """x_s proportional to the PSs' ingress capacity (equal when all are equal or unlimited)."""
+    caps = []
+    for s in job.ps:
+        nic = sum(l.capacity_gbps for l in topology.links_of(s))
+        caps.append(min(topology.nodes[s].capacity_gbps or INF, nic))
+    tot = sum(caps)
+    return {s: c / tot for s, c in zip(job.ps, caps)}
+
+
+def l_inart_split(topology: Topology, job: Job, *, aggregation: Aggregation = "any",
+                  k_paths: int = 8, max_detour: int = 0,
+                  background: Mapping[str, float] | None = None
+                  ) -> tuple[dict[str, float], float, dict[str, float]]:
+    """Phase 1, L-InArt (Alg. 1, Eq. (2)): the model split ``x``.
+
+    Returns ``(split, f2, multipliers)``: the split, the optimum of Eq. (2) (an upper bound
+    that ignores links) and the Lagrange multipliers of its switch/PS capacity constraints
+    (the KKT multipliers ``ρ_v``, ``θ_s`` of Eq. (3), from the LP duals)."""
+    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, background or {})
+    rel = _relax(inst, None, links=False, prefer=proportional_split(topology, job))
+    f = rel.f
+    split = ({s: rel.r[s] / f for s in inst.ps} if f > _EPS
+             else {s: 1.0 / len(inst.ps) for s in inst.ps})
+    return split, f, rel.duals
+
+
+def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant = "r-inart",
+                aggregation: Aggregation = "any", rounds: int = 16, k_paths: int = 8,
+                max_detour: int = 0, background: Mapping[str, float] | None = None,
+                scheme: str | None = None) -> Plan:
+    """Plan one job with InArt (§4): model split, aggregation switch and route per flow.
+
+    ``plan.split``: PS -> x_s. ``plan.paths[s][w]``: the worker→PS route of w's gradients for
+    PS s (through the aggregation switch when there is one). ``plan.aggregation_node[w][s]``:
+    that switch or ``None`` (aggregated at the PS). ``plan.extra["switch_paths"][s][v]``: the
+    route of v's aggregate to s. ``plan.rates[s] = f·x_s`` (Gb/s per worker);
+    ``plan.objective = f``; ``plan.bound``: LP-InArt's ``f~`` (Eq. (5)) at the plan's split
+    (``"l-inart"``, ``"equal-split"``) or over all splits (``"r-inart"``), so
+    ``objective <= bound``. ``background``: resources used by other traffic (§3.1), keyed by
+    node name or ``"u->v"`` / ``"u-v"`` for links, in Gb/s."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown InArt variant {variant!r}; one of {', '.join(VARIANTS)}")
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    t0 = time.perf_counter()
+    bg = dict(background or {})
+    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, bg)
+    extra: dict[str, Any] = {"variant": variant, "aggregation": aggregation, "rounds": rounds,
+                             "k_paths": k_paths, "max_detour": max_detour, "seed": seed}
+    joint = _relax(inst, None, links=True)
+    extra["bound_any_split"] = joint.f
+    if variant == "r-inart":
+        rel = joint
+        split = ({s: rel.r[s] / rel.f for s in inst.ps} if rel.f > _EPS
+                 else {s: 1.0 / len(inst.ps) for s in inst.ps})
+        extra["lp_split"] = dict(split)
+    else:
+        if variant == "l-inart":
+            split, f2, mult = l_inart_split(topology, job, aggregation=aggregation,
+                                            k_paths=k_paths, max_detour=max_detour, background=bg)
+            extra["eq2_rate"] = f2
+            extra["lagrange"] = mult
+        else:
+            split = {s: 1.0 / len(inst.ps) for s in inst.ps}
+        rel = _relax(inst, split, links=True)
+    active = [s for s in inst.ps if split[s] > _EPS]
+    rng = np.random.default_rng(seed)
+    best: tuple[float, _Rounded, dict[str, float], str] | None = None
+    for _ in range(rounds):
+        rd = _round(inst, rel, active, rng)
+        cnt = _flow_counts(inst, rd)
+        if variant == "r-inart":
+            f, sp = _resplit(inst, cnt, active)
+            sp = {s: sp.get(s, 0.0) for s in inst.ps}
+            _, where = _rate_fixed(inst, cnt, sp)
+        else:
+            sp = split
+            f, where = _rate_fixed(inst, cnt, sp)
+        if best is None or f > best[0] + 1e-12:
+            best = (f, rd, sp, where)
+    assert best is not None
+    f, rd, sp, where = best
+    if f == INF:   # nothing constrains the rounded plan (cannot happen with finite links)
+        raise ModelError("InArt: the rounded plan is unconstrained; give finite capacities")
+    paths: dict[str, dict[str, list[str]]] = {}
+    agg_node: dict[str, dict[str, str | None]] = {w: {} for w in inst.workers}
+    switch_paths: dict[str, dict[str, list[str]]] = {}
+    for (s, w), v in rd.agg.items():
+        route = list(rd.up[(s, w)])
+        if v is not None:
+            route += list(rd.down[(s, v)][1:])
+        paths.setdefault(s, {})[w] = route
+        agg_node[w][s] = v
+    for (s, v), p in rd.down.items():
+        switch_paths.setdefault(s, {})[v] = list(p)
+    cnt = _flow_counts(inst, rd)
+    extra.update(switch_paths=switch_paths, bottleneck=where,
+                 loads_gbps={res: sum(f * sp[s] * n for s, n in per.items())
+                             for res, per in sorted(cnt.items())})
+    return Plan(scheme=scheme or SCHEME_OF_VARIANT[variant], jobs=[job.name],
+                aggregation_node=agg_node, paths=paths,
+                rates={s: f * sp[s] for s in inst.ps}, split=dict(sp), objective=f,
+                bound=rel.f, status="heuristic", solve_seconds=time.perf_counter() - t0,
+                extra=extra)
+
+
+def plan_rate(topology: Topology, job: Job, plan: Plan,
+              background: Mapping[str, float] | None = None) -> float:
+    """Recompute the sending rate a plan supports from its routes alone (Eq. (1) constraints):
+    ``min`` over switches, PSs and directed links of residual capacity / load per unit f."""
+    bg = background or {}
+    loads: dict[tuple[str, ...], float] = {}
+
+    def add(key: tuple[str, ...], x: float) -> None:
+        loads[key] = loads.get(key, 0.0) + x
+
+    for s, per_w in plan.paths.items():
+        x = plan.split.get(s, 0.0)
+        for w, route in per_w.items():
+            v = plan.aggregation_node.get(w, {}).get(s)
+            cut = route.index(v) + 1 if v else len(route)
+            for a in _arcs(tuple(route[:cut])):
+                add(("link",) + a, x)
+            add(("switch", v) if v else ("ps", s), x)
+        for v, route in plan.extra.get("switch_paths", {}).get(s, {}).items():
+            for a in _arcs(tuple(route)):
+                add(("link",) + a, x)
+            add(("ps", s), x)
+    rate = INF
+    for key, load in loads.items():
+        if load <= _EPS:
+            continue
+        if key[0] == "link":
+            cap = topology.link(key[1], key[2]).capacity_gbps - bg.get(f"{key[1]}->{key[2]}", 0.0)
+        elif key[0] == "switch":
+            cap = (topology.nodes[key[1]].capacity_gbps or INF) - bg.get(key[1], 0.0)
+        else:
+            nic = sum(l.capacity_gbps for l in topology.links_of(key[1]))
+            cap = min(topology.nodes[key[1]].capacity_gbps or INF, nic) - bg.get(key[1], 0.0)
+        rate = min(rate, cap / load)
+    return rate
+
+
+# ----------------------------------------------------------------------------- registry
+def _scheme(variant: Variant):
+    def run(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+        """InArt plans one job (§3.1: other jobs are background traffic)."""
+        if len(jobs) != 1:
+            raise ModelError(f"{SCHEME_OF_VARIANT[variant]} plans one job at a time, got {len(jobs)}")
+        opts = {k: v for k, v in options.items()
+                if k in ("seed", "aggregation", "rounds", "k_paths", "max_detour", "background")}
+        return solve_inart(topology, jobs[0], variant=variant, **opts)
+    run.__name__ = f"inart_{variant.replace('-', '_')}"
+    return run
+
+
+try:   # schemes.py is written alongside; register when it is there
+    from controller.schemes import register as _register
+except ImportError:   # pragma: no cover - registry not present yet
+    _register = None
+if _register is not None:
+    for _v in VARIANTS:
+        _register(SCHEME_OF_VARIANT[_v])(_scheme(_v))  # type: ignore[arg-type]
