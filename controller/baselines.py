@@ -414,8 +414,9 @@ def grid(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     at one aggregator or the PS. Candidates as ARO restricts them for up-down routing: the
     programmable switches on some shortest worker->PS path (own ToR, upper tiers, PS ToR).
     GRID solves an LP and rounds it; without a solver we choose greedily per worker the
-    candidate that keeps the common rate highest, then the one adding the least load (so
-    workers consolidate on few aggregators, as ARO observes of GRID)."""
+    candidate that keeps the common rate highest, then the one adding the least traffic into
+    the PS, then the least traffic overall (so workers consolidate on few aggregators, as ARO
+    observes of GRID)."""
     net = _Net(topo)
     out = _Routing(extra={"ina": "explicit"})
     chosen: dict[str, dict[str, str | None]] = {}
@@ -434,16 +435,17 @@ def grid(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
         out.paths[t.key] = {}
         for w in t.job.workers:
             d_w = topo.hop_distances(w)
-            cands: list[str | None] = [None] + [
+            cands: list[str | None] = [
                 s for s in topo.programmable_switches()
-                if s in d_w and s in d_ps and d_w[s] + d_ps[s] == d_w[t.ps]]
-            best: tuple[float, float] | None = None
+                if s in d_w and s in d_ps and d_w[s] + d_ps[s] == d_w[t.ps]] + [None]
+            best: tuple[float, float, float] | None = None
             for a in cands:
                 mine[w] = a
                 mark = net.mark()
-                before = sum(net.link.values())
+                before, ps_before = sum(net.link.values()), net.ps[t.ps]
                 _route_worker(net, t, w, merges, via, dict(groups))
-                score = (net.rate(), -(sum(net.link.values()) - before))
+                # rate first; then less traffic into the PS, then less traffic overall
+                score = (net.rate(), ps_before - net.ps[t.ps], before - sum(net.link.values()))
                 net.undo(mark)
                 if best is None or score > best:
                     best, pick = score, a

@@ -25,13 +25,15 @@ Placement view (GOAT §IV-B, Eq. 1) — ``submodel_switches`` (x) and ``aggregat
       ps_inbound_mb = sum_g b(g) * (#workers whose y is the PS + #switches of x[g] that
                     receive anything and send to the PS): the traffic into the PS, GOAT's
                     "aggregation overhead of the PS" (§VII-A).
+      gina_reduction = sum_g b(g) sum_{s in x[g]} (#workers y'd to s - 1) * D(s, α): the
+                    traffic GOAT Eq. 4 maximises (Eq. 1 = no-INA traffic - Eq. 4).
       in_network_mb = |W| * model size - ps_inbound_mb (GOAT §VII-A "in-network aggregation
                     amount"); communication_mb_hops = gina_cost counting only switches that
                     receive something (GOAT's "communication overhead").
 
 Routing view (ARO §III, InArt §3) — ``paths[task][worker]`` and ``rates[task]`` (Gb/s)
-    A task is one (job, PS) pair, named like the job for single-PS jobs and "job@ps"
-    otherwise (``model.task_key``). Every worker of the job has a path for every task (tasks
+    A task is one (job, PS) pair, named like the job for single-PS jobs and "job/ps"
+    otherwise (``model.task_key``); a bare PS name is accepted when the PS serves one job. Every worker of the job has a path for every task (tasks
     whose rate or ``split`` share is 0 may be left out) that starts at the worker, ends at
     the task's PS, follows existing links, repeats no node and crosses hosts never. In Clos
     topologies (``meta["tiers"]``) paths are valley-free: strictly up, then strictly down
@@ -44,7 +46,8 @@ Routing view (ARO §III, InArt §3) — ``paths[task][worker]`` and ``rates[task
           the same ingress pipe into a single flow; flows of other pipes stay separate.
       "explicit" (GRID, InArt §3.2: at most one aggregation per stream): worker w's stream of
           task t is merged only at ``extra["stream_aggregator"][t][w]`` (null: nowhere),
-          again per ingress pipe.
+          again per ingress pipe. ``aggregation_node[w][t]`` keyed by task names means the
+          same and makes "explicit" the default.
       "none": no aggregation (Geryon, LBMM).
     A merged flow has one route: all streams merged at (switch, pipe) must continue on the
     same sub-path. Each flow of task t carries rates[t]; a directed link's load is the sum
@@ -58,7 +61,8 @@ Routing view (ARO §III, InArt §3) — ``paths[task][worker]`` and ``rates[task
     (ARO Eq. 3) with ``extra["beta"][job]`` (default 1) and ``extra["mu"]`` (default 0.001).
 
 Objective: ``extra["objective_name"]`` names the metric ``plan.objective`` reports
-("gina_cost", "ps_inbound_mb", "communication_mb_hops", "throughput"); without it GOAT-family
+("gina_cost" alias "eq1", "gina_reduction" alias "eq4", "ps_inbound_mb", "in_network_mb",
+"communication_mb_hops", "throughput"); without it GOAT-family
 schemes default to gina_cost and ARO/InArt-family schemes to throughput. A reported
 objective that differs from the recomputed one by more than 1e-6 (relative) is a violation.
 """
@@ -74,7 +78,9 @@ REL_TOL = 1e-6
 GINA_FAMILY = {"goat", "goat-async", "krgs", "gina"}
 THROUGHPUT_FAMILY = {"aro", "aro-acc", "aro-raw", "aro-sro", "aro-app", "aro-qsr", "inart",
                      "l-inart", "r-inart"}
-OBJECTIVES = ("gina_cost", "ps_inbound_mb", "communication_mb_hops", "in_network_mb", "throughput")
+OBJECTIVES = ("gina_cost", "gina_reduction", "ps_inbound_mb", "communication_mb_hops",
+              "in_network_mb", "throughput")
+ALIASES = {"eq1": "gina_cost", "eq4": "gina_reduction", "ps_traffic_mb": "ps_inbound_mb"}
 
 # Every violation kind the checker emits, for tests and documentation.
 KINDS = (
@@ -178,7 +184,13 @@ class _Checker:
         if any(v.kind == "unknown_node" for v in self.report.violations):
             return
         scheme = (self.plan.scheme or "").lower()
-        if self.plan.submodel_switches or self.plan.aggregation_node or scheme in GINA_FAMILY:
+        self.tasks = self._tasks()
+        y = self.plan.aggregation_node if isinstance(self.plan.aggregation_node, dict) else {}
+        inner = {k for row in y.values() if isinstance(row, dict) for k in row}
+        # aggregation_node keyed by tasks is the routing view's per-stream aggregator (InArt)
+        self.y_by_task = bool(inner) and all(self.resolve_task(k) for k in inner) and \
+            not any(k in self._submodel_index() for k in inner)
+        if self.plan.submodel_switches or scheme in GINA_FAMILY or (y and not self.y_by_task):
             self.placement()
         if self.plan.paths or self.plan.rates:
             self.routing(default_up_down=scheme not in GINA_FAMILY)
@@ -221,7 +233,7 @@ class _Checker:
         for w in y:
             if w not in known_workers:
                 self.bad("unknown_worker", f"aggregation_node has an entry for {w}, not a worker of the plan's jobs")
-        gina = ps_in = comm = total = 0.0
+        gina = reduction = ps_in = comm = total = 0.0
         multi = len(self.jobs) > 1
         for j in self.jobs:
             alpha = j.ps[0]
@@ -258,6 +270,9 @@ class _Checker:
                     comm += b * d
                     if dest in j.ps:
                         ps_in += b
+                for s in xs:                          # GOAT Eq. 4 (uses D_s(α) as written)
+                    n_in = sum(1 for w in j.workers if _y_of(y, w, full, sub.name) == s)
+                    reduction += b * (n_in - 1) * (self.dist(s, alpha) or 0)
                 nxt = {s: fwd.get((j.name, i), {}).get(s, alpha) for s in xs}
                 active = set(used)
                 frontier = list(used)
@@ -277,7 +292,8 @@ class _Checker:
                         if nxt[s] in j.ps:
                             ps_in += b
         self._memory(x)
-        self.report.metrics.update(gina_cost=gina, ps_inbound_mb=ps_in, communication_mb_hops=comm,
+        self.report.metrics.update(gina_cost=gina, gina_reduction=reduction, ps_inbound_mb=ps_in,
+                                   communication_mb_hops=comm,
                                    total_mb=total, in_network_mb=total - ps_in)
 
     def _forward_to(self, idx: dict[str, tuple[Job, int]],
@@ -345,26 +361,42 @@ class _Checker:
         tasks: dict[str, tuple[Job, str]] = {}
         for j in self.jobs:
             for ps in j.ps:
-                tasks[j.name if len(j.ps) == 1 else f"{j.name}@{ps}"] = (j, ps)
+                tasks[j.name if len(j.ps) == 1 else f"{j.name}/{ps}"] = (j, ps)
         return tasks
 
+    def resolve_task(self, key: Any) -> str | None:
+        """Canonical task name for a key: the canonical name itself, or a PS of one job."""
+        if key in self.tasks:
+            return key
+        owners = [t for t, (_, ps) in self.tasks.items() if ps == key]
+        return owners[0] if len(owners) == 1 else None
+
+    def _by_task(self, table: Any, what: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if not isinstance(table, dict):
+            self.bad("malformed", f"{what} must be an object")
+            return out
+        for k, v in table.items():
+            t = self.resolve_task(k)
+            if t is None:
+                self.bad("unknown_task", f"{what} names task {k!r}, not a (job, PS) of the plan's jobs "
+                                         f"(expected one of {sorted(self.tasks)})")
+            elif t in out:
+                self.bad("malformed", f"{what} gives task {t} twice")
+            else:
+                out[t] = v
+        return out
+
     def routing(self, default_up_down: bool) -> None:
-        tasks = self._tasks()
-        paths, rates = self.plan.paths, self.plan.rates
-        if not isinstance(paths, dict) or not isinstance(rates, dict):
-            self.bad("malformed", "paths and rates must be objects")
-            return
-        for t in list(paths) + list(rates):
-            if t not in tasks:
-                self.bad("unknown_task", f"task {t!r} is not a (job, PS) of the plan's jobs "
-                                         f"(expected one of {sorted(tasks)})")
+        tasks = self.tasks
+        paths, rates = self._by_task(self.plan.paths, "paths"), self._by_task(self.plan.rates, "rates")
         self._split()
-        mode = self.extra.get("ina", "pipes")
+        mode = self.extra.get("ina", "explicit" if self.y_by_task else "pipes")
         if mode not in ("pipes", "explicit", "none"):
             self.bad("malformed", f"extra.ina must be pipes, explicit or none, not {mode!r}")
             return
         aggs = self.extra.get("aggregators")
-        per_task = aggs if isinstance(aggs, dict) else {t: aggs for t in tasks}
+        per_task = self._by_task(aggs, "extra.aggregators") if isinstance(aggs, dict) else {t: aggs for t in tasks}
         aggregators: dict[str, set[str]] = {}
         for t in tasks:
             listed = per_task.get(t)
@@ -377,7 +409,14 @@ class _Checker:
                     aggregators[t].add(s)
                 else:
                     self.bad("not_programmable", f"extra.aggregators lists {s!r}, not a programmable switch")
-        explicit = self.extra.get("stream_aggregator", {}) if mode == "explicit" else {}
+        explicit: dict[str, Any] = {}
+        if mode == "explicit":
+            if "stream_aggregator" in self.extra:
+                explicit = self._by_task(self.extra["stream_aggregator"], "extra.stream_aggregator")
+            elif self.y_by_task:
+                for w, row in self.plan.aggregation_node.items():
+                    for k, a in row.items():
+                        explicit.setdefault(self.resolve_task(k), {})[w] = a
         up_down = bool(self.extra.get("up_down", default_up_down)) and bool(self.topo.meta.get("tiers"))
         link_load: dict[tuple[str, str], float] = defaultdict(float)
         sw_load: dict[str, float] = defaultdict(float)
@@ -435,7 +474,7 @@ class _Checker:
             if cap > 0 and not _within(load, cap):
                 self.bad("ps_capacity", f"PS {p} receives {load:g} Gb/s over its {cap:g} Gb/s")
         self.report.metrics.update(max_link_utilization=util, ps_inbound_gbps=sum(ps_load.values()))
-        self._throughput(tasks)
+        self._throughput(tasks, rates)
 
     def _path_ok(self, t: str, w: str, ps: str, p: Any, up_down: bool) -> bool:
         where = f"task {t}, worker {w}"
@@ -529,10 +568,10 @@ class _Checker:
         if stray:
             self.bad("split", f"split names {stray}, not PSs of the plan's jobs")
 
-    def _throughput(self, tasks: dict[str, tuple[Job, str]]) -> None:
+    def _throughput(self, tasks: dict[str, tuple[Job, str]], rates: dict[str, Any]) -> None:
         per_job: dict[str, float] = defaultdict(float)
         for t, (j, _) in tasks.items():
-            r = self.plan.rates.get(t)
+            r = rates.get(t)
             per_job[j.name] += float(r) if isinstance(r, (int, float)) else 0.0
         if not per_job:
             return
@@ -548,6 +587,7 @@ class _Checker:
     # ---------------------------------------------------------------- objective
     def objective(self, scheme: str) -> None:
         name = self.extra.get("objective_name")
+        name = ALIASES.get(name, name)
         if name is None:
             name = ("gina_cost" if scheme in GINA_FAMILY
                     else "throughput" if scheme in THROUGHPUT_FAMILY else None)
@@ -562,6 +602,13 @@ class _Checker:
             self.bad("objective_mismatch", f"plan reports {name} = {self.plan.objective} but fills no field it is computed from")
         elif not isinstance(self.plan.objective, (int, float)) or not _close(float(self.plan.objective), got):
             self.bad("objective_mismatch", f"plan reports {name} = {self.plan.objective}, recomputed {got:.9g}")
+
+
+def _y_of(y: dict[str, Any], w: str, full: str, plain: str) -> Any:
+    row = y.get(w)
+    if not isinstance(row, dict):
+        return None
+    return row[full] if full in row else row.get(plain)
 
 
 def format_report(report: Report) -> Iterable[str]:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -154,6 +154,7 @@ class _Model:
     x_col: dict[tuple[int, int], int]             # (g, s) -> column
     u_col: dict[tuple[int, int, int], int]        # (class, g, node) -> column; node == n_s is the PS
     sign: float                                   # objective value = sign * (cost . x)
+    cost2: np.ndarray                             # tie-break: the other equation, as a minimisation
 
 
 def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objective,
@@ -164,22 +165,25 @@ def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objec
         return False
     if candidates == "on_path" and d_ws + d_sa != d_wa:
         return False
-    # Eq. 1 dominance: a switch no closer than the PS never lowers the cost (module docstring)
-    return objective == "eq4" or d_ws < d_wa
+    # Eq. 1 dominance: a switch farther than the PS never lowers the cost (module docstring);
+    # equally far ones are kept so that the Eq. 4 tie-break can prefer them
+    return objective == "eq4" or d_ws <= d_wa
 
 
 def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidates) -> _Model:
     n_s = inst.n_s
-    cost: list[float] = []
+    eq1: list[float] = []           # Eq. 1 coefficients (min)
+    eq4: list[float] = []           # Eq. 4 coefficients (max)
     upper: list[float] = []
     x_col: dict[tuple[int, int], int] = {}
     u_col: dict[tuple[int, int, int], int] = {}
     rows: list[tuple[list[int], list[float], float, float]] = []
 
-    def col(c_: float, ub: float) -> int:
-        cost.append(c_)
+    def col(c1: float, c4: float, ub: float) -> int:
+        eq1.append(c1)
+        eq4.append(c4)
         upper.append(ub)
-        return len(cost) - 1
+        return len(upper) - 1
 
     for g, b in enumerate(inst.sub_mb):
         j = int(inst.sub_job[g])
@@ -192,12 +196,12 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
                     continue
                 d_sa = inst.d_s_ps[j, s]
                 if (g, s) not in x_col:
-                    x_col[(g, s)] = col(b * d_sa if objective == "eq1" else -b * d_sa, 1.0)
-                u = col(b * c.dist[s] if objective == "eq1" else -b * d_sa, n)
+                    x_col[(g, s)] = col(b * d_sa, -b * d_sa, 1.0)
+                u = col(b * c.dist[s], b * d_sa, n)
                 u_col[(ci, g, s)] = u
                 idx.append(u)
                 rows.append(([u, x_col[(g, s)]], [1.0, -n], -_INF, 0.0))      # y <= x
-            u = col(b * c.dist[-1] if objective == "eq1" else 0.0, n)         # to the PS
+            u = col(b * c.dist[-1], 0.0, n)                                 # to the PS
             u_col[(ci, g, n_s)] = u
             idx.append(u)
             rows.append((idx, [1.0] * len(idx), n, n))                       # sum_s y = 1
@@ -208,11 +212,12 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
     start = np.zeros(len(rows) + 1, dtype=np.int64)
     for i, r in enumerate(rows):
         start[i + 1] = start[i] + len(r[0])
-    return _Model(np.array(cost), np.array(upper), start,
+    c1, c4 = np.array(eq1), np.array(eq4)
+    return _Model(c1 if objective == "eq1" else -c4, np.array(upper), start,
                   np.array([i for r in rows for i in r[0]], dtype=np.int64),
                   np.array([v for r in rows for v in r[1]], dtype=float),
                   np.array([r[2] for r in rows]), np.array([r[3] for r in rows]),
-                  x_col, u_col, 1.0 if objective == "eq1" else -1.0)
+                  x_col, u_col, 1.0 if objective == "eq1" else -1.0, -c4 if objective == "eq1" else c1)
 
 
 @dataclass
@@ -223,12 +228,12 @@ class _Solution:
     seconds: float
 
 
-def _solve_highspy(m: _Model, integer: bool, time_limit: float | None) -> _Solution:
+def _solve_highspy(m: _Model, cost: np.ndarray, integer: bool, time_limit: float | None) -> _Solution:
     import highspy
     lp = highspy.HighsLp()
     lp.num_col_ = len(m.cost)
     lp.num_row_ = len(m.row_lo)
-    lp.col_cost_ = m.cost
+    lp.col_cost_ = cost
     lp.col_lower_ = np.zeros(len(m.cost))
     lp.col_upper_ = m.upper
     inf = highspy.kHighsInf
@@ -257,12 +262,13 @@ def _solve_highspy(m: _Model, integer: bool, time_limit: float | None) -> _Solut
     return _Solution(name, vals, m.sign * float(m.cost @ vals), secs)
 
 
-def _solve_pulp(m: _Model, integer: bool, solver: str, time_limit: float | None) -> _Solution:
+def _solve_pulp(m: _Model, cost: np.ndarray, integer: bool, solver: str,
+                time_limit: float | None) -> _Solution:
     import pulp
     prob = pulp.LpProblem("gina", pulp.LpMinimize)
     cat = pulp.LpInteger if integer else pulp.LpContinuous
     v = [pulp.LpVariable(f"v{i}", 0, float(m.upper[i]), cat) for i in range(len(m.cost))]
-    prob += pulp.lpSum(float(c) * v[i] for i, c in enumerate(m.cost) if c)
+    prob += pulp.lpSum(float(c) * v[i] for i, c in enumerate(cost) if c)
     for r in range(len(m.row_lo)):
         a, b = int(m.start[r]), int(m.start[r + 1])
         expr = pulp.lpSum(float(m.value[k]) * v[int(m.index[k])] for k in range(a, b))
@@ -290,12 +296,33 @@ def _solve_pulp(m: _Model, integer: bool, solver: str, time_limit: float | None)
     return _Solution(status, vals, m.sign * float(m.cost @ vals), secs)
 
 
-def _solve(m: _Model, integer: bool, backend: str, time_limit: float | None) -> _Solution:
+def _solve_once(m: _Model, cost: np.ndarray, integer: bool, backend: str,
+                time_limit: float | None) -> _Solution:
     if backend == "highspy":
-        return _solve_highspy(m, integer, time_limit)
+        return _solve_highspy(m, cost, integer, time_limit)
     if backend in ("highs", "cbc"):
-        return _solve_pulp(m, integer, backend, time_limit)
+        return _solve_pulp(m, cost, integer, backend, time_limit)
     raise ValueError(f"unknown backend {backend!r} (use 'highspy', 'highs' or 'cbc')")
+
+
+def _solve(m: _Model, integer: bool, backend: str, time_limit: float | None,
+           tie_break: bool = False) -> _Solution:
+    """Optimise the chosen objective; with ``tie_break``, then optimise the other equation over
+    the optimal face (primary <= optimum + 1e-7 relative): among Eq. 1 optima, the one that
+    aggregates most traffic in the network (Eq. 4). Ties are common: a switch exactly as far from
+    a worker as the PS costs that worker the same in Eq. 1 but still removes PS traffic."""
+    sol = _solve_once(m, m.cost, integer, backend, time_limit)
+    if not tie_break or sol.status != "optimal":
+        return sol
+    z = float(m.cost @ sol.values)
+    nz = np.flatnonzero(m.cost)
+    m2 = replace(m, start=np.append(m.start, m.start[-1] + len(nz)),
+                 index=np.concatenate([m.index, nz]), value=np.concatenate([m.value, m.cost[nz]]),
+                 row_lo=np.append(m.row_lo, -_INF), row_hi=np.append(m.row_hi, z + 1e-7 * max(1.0, abs(z))))
+    sol2 = _solve_once(m2, m.cost2, integer, backend, time_limit)
+    if sol2.status != "optimal":                 # keep the primary optimum
+        return sol
+    return _Solution("optimal", sol2.values, sol.objective, sol.seconds + sol2.seconds)
 
 
 # ============================================================================ evaluation
@@ -412,17 +439,19 @@ def _objective_of(metrics: Mapping[str, Any], objective: Objective) -> float:
 
 def solve_gina_ilp(topology: Topology, job: Job | Sequence[Job], *, solver: str = "highs",
                    objective: Objective = "eq1", candidates: Candidates = "all",
-                   time_limit: float | None = 60.0) -> Plan:
+                   time_limit: float | None = 60.0, tie_break: bool = False) -> Plan:
     """Exact GINA (Eq. 1, or Eq. 4 with ``objective="eq4"``) with PuLP; ``solver`` "highs" or "cbc".
 
     Meant for small instances (the ILP is NP-hard, §IV). ``plan.status`` is "optimal" when proved
     optimal, "time_limit" when the limit stopped the search with an incumbent. ``plan.objective``
     is the chosen objective's value; ``plan.extra`` holds every metric of ``evaluate_plan``.
+    ``tie_break`` re-optimises the other equation over the optimal face (see ``_solve``; off by
+    default because the second MIP can take much longer than the first).
     """
     jobs = _as_jobs(job)
     inst = build_instance(topology, jobs)
     m = _build_model(inst, objective, candidates)
-    sol = _solve(m, True, solver, time_limit)
+    sol = _solve(m, True, solver, time_limit, tie_break)
     if sol.status not in ("optimal", "time_limit"):
         return Plan("goat-ilp", [j.name for j in jobs], status=sol.status, solve_seconds=sol.seconds)
     plan = _plan_from_integral(inst, m, sol.values, "goat-ilp")
@@ -457,11 +486,15 @@ class GinaLp:
 
 
 def relax(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
-          candidates: Candidates = "all", backend: str = "highspy") -> GinaLp:
-    """Step 1 of Alg. 1: solve the LP relaxation (x, y in [0, 1]) of Eq. 1 / Eq. 4."""
+          candidates: Candidates = "all", backend: str = "highspy", tie_break: bool = True) -> GinaLp:
+    """Step 1 of Alg. 1: solve the LP relaxation (x, y in [0, 1]) of Eq. 1 / Eq. 4.
+
+    With ``tie_break`` (default) the optimal solution returned is, among the LP optima, one that
+    also optimises the other equation (``_solve``); the LP value, hence the bound, is unchanged.
+    """
     inst = build_instance(topology, _as_jobs(job))
     m = _build_model(inst, objective, candidates)
-    sol = _solve(m, False, backend, None)
+    sol = _solve(m, False, backend, None, tie_break)
     if sol.status != "optimal":
         raise ModelError(f"GINA LP relaxation is {sol.status}")
     return GinaLp(inst, m, sol, objective, candidates)
@@ -469,7 +502,7 @@ def relax(topology: Topology, job: Job | Sequence[Job], *, objective: Objective 
 
 def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
                   candidates: Candidates = "all", backend: str = "highspy",
-                  max_detail: int = 5000) -> Plan:
+                  max_detail: int = 5000, tie_break: bool = True) -> Plan:
     """The LP relaxation of GINA as a Plan: ``objective == bound`` is the LP optimum, a lower bound
     on Eq. 1 (upper bound on Eq. 4) for every integral plan respecting memory.
 
@@ -477,7 +510,8 @@ def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Ob
     ({sub-model: {switch: x~}}) and, when workers x sub-models <= ``max_detail``, ``extra["y"]``
     ({worker: {sub-model: {node: y~}}}, node "PS" for alpha). ``aggregation_node`` stays empty.
     """
-    lp = relax(topology, job, objective=objective, candidates=candidates, backend=backend)
+    lp = relax(topology, job, objective=objective, candidates=candidates, backend=backend,
+               tie_break=tie_break)
     return _lp_plan(lp, max_detail)
 
 
@@ -532,7 +566,7 @@ def min_max_partition(values: Sequence[float], k: int) -> list[list[int]]:
 def krgs(topology: Topology, job: Job | Sequence[Job], seed: int = 0, *,
          k_rule: Literal["floor", "ceil"] = "floor", objective: Objective = "eq1",
          candidates: Candidates = "all", repair: bool = False, backend: str = "highspy",
-         lp: GinaLp | None = None) -> Plan:
+         tie_break: bool = True, lp: GinaLp | None = None) -> Plan:
     """KRGS, Alg. 1: LP relaxation, knapsack-based rounding of x, randomized choice of y.
 
     Step 2: for each sub-model g, ``k(g) = floor(sum_s x~_g^s)`` (the paper's text and Lemma 3,
@@ -560,7 +594,8 @@ def krgs(topology: Topology, job: Job | Sequence[Job], seed: int = 0, *,
     """
     t0 = time.perf_counter()
     jobs = _as_jobs(job)
-    lp = lp if lp is not None else relax(topology, jobs, objective=objective, candidates=candidates, backend=backend)
+    lp = lp if lp is not None else relax(topology, jobs, objective=objective, candidates=candidates,
+                                         backend=backend, tie_break=tie_break)
     inst = lp.inst
     rng = np.random.default_rng(seed)
     n_s = inst.n_s

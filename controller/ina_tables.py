@@ -55,6 +55,18 @@ class InaTables:
         keys = {k.name: k for k in self.info.tables[table].keys}
         return self._resolve(keys, suffix, f"key of {table}")
 
+    def _params(self, table: str, action: str) -> list[str]:
+        t = self._table(table)
+        return [p.name for p in self.info.actions[self._action(t, action)].params]
+
+    def _pool_args(self, table: str, action: str, pool_base: int, pool_size: int) -> dict[str, int]:
+        """v1model takes the pool size (hash mod size); TNA a mask (Tofino has no modulo)."""
+        if "pool_mask" in self._params(table, action):
+            if pool_size & (pool_size - 1):
+                raise ValueError(f"pool size {pool_size} must be a power of two on this target")
+            return {"pool_base": pool_base, "pool_mask": pool_size - 1}
+        return {"pool_base": pool_base, "pool_size": pool_size}
+
     def _insert(self, table: str, match: dict[str, Any], action: str, priority: int = 0, **args: int) -> None:
         t = self._table(table)
         m = {self._key(t, k): v for k, v in match.items()}
@@ -67,7 +79,7 @@ class InaTables:
     def add_node(self, node_id: int, pool_base: int, pool_size: int, pipe: int = 0) -> None:
         """This switch aggregates fragments assigned to ``node_id`` arriving on ``pipe``."""
         self._insert("ina_node", {"node_id": Exact(node_id), "pipe": Exact(pipe)}, "aggregate",
-                     pool_base=pool_base, pool_size=pool_size)
+                     **self._pool_args("ina_node", "aggregate", pool_base, pool_size))
 
     def add_job(self, job_id: int, preemption: bool = False, hold_until_result: bool = False) -> None:
         """Configure a job: ESA preemption, or ATP's hold-until-result (with add_release)."""
@@ -78,7 +90,7 @@ class InaTables:
         """Results of ``job_id`` passing this switch free the aggregator it held as ``node_id``
         in the pool (pool_base, pool_size) that ``add_node`` gave that node."""
         self._insert("ina_release", {"job_id": Exact(job_id)}, "release", node_id=node_id,
-                     pool_base=pool_base, pool_size=pool_size)
+                     **self._pool_args("ina_release", "release", pool_base, pool_size))
 
     def level_to_node(self, job_id: int, node_id: int, next_node: int, next_fan_in: int) -> None:
         self._insert("ina_level", {"job_id": Exact(job_id), "node_id": Exact(node_id)}, "to_node",
@@ -107,7 +119,14 @@ class InaTables:
 
     def add_ecmp_route(self, prefix: str | int, prefix_len: int, group: int,
                        members: list[tuple[int, str | int]]) -> None:
-        self._insert("ipv4_lpm", {"dst_addr": Lpm(_ip(prefix), prefix_len)}, "ecmp", group=group, size=len(members))
+        n = len(members)
+        if "mask" in self._params("ipv4_lpm", "ecmp"):
+            if n & (n - 1):
+                raise ValueError(f"ECMP groups need 2^k members on this target, got {n}")
+            size_arg = {"mask": n - 1}
+        else:
+            size_arg = {"size": n}
+        self._insert("ipv4_lpm", {"dst_addr": Lpm(_ip(prefix), prefix_len)}, "ecmp", group=group, **size_arg)
         for i, (port, dmac) in enumerate(members):
             self._insert("ecmp_member", {"ecmp_group": Exact(group), "ecmp_member": Exact(i)}, "set_nhop",
                          port=port, dmac=_mac(dmac))

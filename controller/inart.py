@@ -70,7 +70,8 @@ from typing import Any, Literal, Mapping, Sequence
 import highspy
 import numpy as np
 
-from controller.model import Job, ModelError, Plan, Topology
+from controller.model import Job, ModelError, Plan, Topology, task_key
+from controller.schemes import register
 
 Variant = Literal["r-inart", "l-inart", "equal-split"]
 Aggregation = Literal["any", "tor", "none"]
@@ -375,7 +376,10 @@ def _pick(rng: np.random.Generator, weights: Sequence[float]) -> int:
 
 def _round(inst: _Instance, rel: _Relaxation, active: Sequence[str],
            rng: np.random.Generator) -> _Rounded:
-    """One randomised rounding of Alg. 2 (lines 5-28)."""
+    """One randomised rounding of Alg. 2 (lines 5-28), then one alteration: a switch that
+    ended up aggregating a single worker's flow for a PS saves nothing (one flow in, one
+    out), so that flow is marked as aggregated at the PS on the same route (why: it frees
+    switch capacity and never raises any load)."""
     agg: dict[tuple[str, str], str | None] = {}
     up: dict[tuple[str, str], Path] = {}
     down: dict[tuple[str, str], Path] = {}
@@ -394,6 +398,15 @@ def _round(inst: _Instance, rel: _Relaxation, active: Sequence[str],
                 up[(s, w)] = inst.up[(v, w)][_pick(rng, rel.up[(s, v, w)])]
                 if (s, v) not in down:                           # z_v^s = 1, path by q~^{s,v}
                     down[(s, v)] = inst.down[(v, s)][_pick(rng, rel.down[(s, v)])]
+    members: dict[tuple[str, str], list[str]] = {}
+    for (s, w), v in agg.items():
+        if v is not None:
+            members.setdefault((s, v), []).append(w)
+    for (s, v), ws in members.items():
+        if len(ws) == 1:
+            w = ws[0]
+            agg[(s, w)] = None
+            up[(s, w)] = up[(s, w)] + down.pop((s, v))[1:]
     return _Rounded(agg, up, down)
 
 
@@ -465,6 +478,16 @@ def proportional_split(topology: Topology, job: Job) -> dict[str, float]:
     return {s: c / tot for s, c in zip(job.ps, caps)}
 
 
+def _even(inst: _Instance) -> dict[str, float]:
+    return {s: 1.0 / len(inst.ps) for s in inst.ps}
+
+
+def _l_inart(inst: _Instance, topology: Topology, job: Job) -> tuple[dict[str, float], float, dict[str, float]]:
+    rel = _relax(inst, None, links=False, prefer=proportional_split(topology, job))
+    split = {s: rel.r[s] / rel.f for s in inst.ps} if rel.f > _EPS else _even(inst)
+    return split, rel.f, rel.duals
+
+
 def l_inart_split(topology: Topology, job: Job, *, aggregation: Aggregation = "any",
                   k_paths: int = 8, max_detour: int = 0,
                   background: Mapping[str, float] | None = None
@@ -475,51 +498,48 @@ def l_inart_split(topology: Topology, job: Job, *, aggregation: Aggregation = "a
     that ignores links) and the Lagrange multipliers of its switch/PS capacity constraints
     (the KKT multipliers ``ρ_v``, ``θ_s`` of Eq. (3), from the LP duals)."""
     inst = _build_instance(topology, job, aggregation, k_paths, max_detour, background or {})
-    rel = _relax(inst, None, links=False, prefer=proportional_split(topology, job))
-    f = rel.f
-    split = ({s: rel.r[s] / f for s in inst.ps} if f > _EPS
-             else {s: 1.0 / len(inst.ps) for s in inst.ps})
-    return split, f, rel.duals
+    return _l_inart(inst, topology, job)
 
 
 def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant = "r-inart",
                 aggregation: Aggregation = "any", rounds: int = 16, k_paths: int = 8,
                 max_detour: int = 0, background: Mapping[str, float] | None = None,
-                scheme: str | None = None) -> Plan:
+                any_split_bound: bool = True, scheme: str | None = None) -> Plan:
     """Plan one job with InArt (§4): model split, aggregation switch and route per flow.
 
-    ``plan.split``: PS -> x_s. ``plan.paths[s][w]``: the worker→PS route of w's gradients for
-    PS s (through the aggregation switch when there is one). ``plan.aggregation_node[w][s]``:
-    that switch or ``None`` (aggregated at the PS). ``plan.extra["switch_paths"][s][v]``: the
-    route of v's aggregate to s. ``plan.rates[s] = f·x_s`` (Gb/s per worker);
-    ``plan.objective = f``; ``plan.bound``: LP-InArt's ``f~`` (Eq. (5)) at the plan's split
-    (``"l-inart"``, ``"equal-split"``) or over all splits (``"r-inart"``), so
-    ``objective <= bound``. ``background``: resources used by other traffic (§3.1), keyed by
-    node name or ``"u->v"`` / ``"u-v"`` for links, in Gb/s."""
+    Tasks are named by ``model.task_key(job, s)`` ("job/ps" for a multi-PS job).
+    ``plan.split``: PS -> x_s. ``plan.paths[task][w]``: the worker→PS route of w's gradients
+    for that PS (through the aggregation switch when there is one).
+    ``plan.aggregation_node[w][task]``: that switch, or ``None`` when the PS aggregates.
+    ``plan.extra["switch_paths"][task][v]``: the route of v's aggregate to the PS.
+    ``plan.rates[task] = f·x_s`` (Gb/s each worker sends to that PS); ``plan.objective = f``.
+    ``plan.bound``: LP-InArt's ``f~`` (Eq. (5)) at the plan's split (``"l-inart"``,
+    ``"equal-split"``) or over all splits (``"r-inart"``), so ``objective <= bound``;
+    ``extra["bound_any_split"]`` is the latter for every variant (skipped when
+    ``any_split_bound`` is false, to save one LP). ``background``: capacity used by other
+    traffic (§3.1, c(v), b(s), b(e)) in Gb/s, keyed by node name, ``"u->v"`` (one link
+    direction) or ``"u-v"`` (both). ``rounds``: rounding trials, best kept; ``seed`` makes
+    the plan reproducible."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown InArt variant {variant!r}; one of {', '.join(VARIANTS)}")
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     t0 = time.perf_counter()
-    bg = dict(background or {})
-    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, bg)
+    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, dict(background or {}))
     extra: dict[str, Any] = {"variant": variant, "aggregation": aggregation, "rounds": rounds,
                              "k_paths": k_paths, "max_detour": max_detour, "seed": seed}
-    joint = _relax(inst, None, links=True)
-    extra["bound_any_split"] = joint.f
+    if variant == "r-inart" or any_split_bound:
+        joint = _relax(inst, None, links=True)
+        extra["bound_any_split"] = joint.f
     if variant == "r-inart":
         rel = joint
-        split = ({s: rel.r[s] / rel.f for s in inst.ps} if rel.f > _EPS
-                 else {s: 1.0 / len(inst.ps) for s in inst.ps})
+        split = {s: rel.r[s] / rel.f for s in inst.ps} if rel.f > _EPS else _even(inst)
         extra["lp_split"] = dict(split)
     else:
         if variant == "l-inart":
-            split, f2, mult = l_inart_split(topology, job, aggregation=aggregation,
-                                            k_paths=k_paths, max_detour=max_detour, background=bg)
-            extra["eq2_rate"] = f2
-            extra["lagrange"] = mult
+            split, extra["eq2_rate"], extra["lagrange"] = _l_inart(inst, topology, job)
         else:
-            split = {s: 1.0 / len(inst.ps) for s in inst.ps}
+            split = _even(inst)
         rel = _relax(inst, split, links=True)
     active = [s for s in inst.ps if split[s] > _EPS]
     rng = np.random.default_rng(seed)
@@ -540,6 +560,7 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
     f, rd, sp, where = best
     if f == INF:   # nothing constrains the rounded plan (cannot happen with finite links)
         raise ModelError("InArt: the rounded plan is unconstrained; give finite capacities")
+    tasks = {s: task_key(job, s) for s in inst.ps}
     paths: dict[str, dict[str, list[str]]] = {}
     agg_node: dict[str, dict[str, str | None]] = {w: {} for w in inst.workers}
     switch_paths: dict[str, dict[str, list[str]]] = {}
@@ -547,56 +568,20 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
         route = list(rd.up[(s, w)])
         if v is not None:
             route += list(rd.down[(s, v)][1:])
-        paths.setdefault(s, {})[w] = route
-        agg_node[w][s] = v
+        paths.setdefault(tasks[s], {})[w] = route
+        agg_node[w][tasks[s]] = v
     for (s, v), p in rd.down.items():
-        switch_paths.setdefault(s, {})[v] = list(p)
+        switch_paths.setdefault(tasks[s], {})[v] = list(p)
     cnt = _flow_counts(inst, rd)
-    extra.update(switch_paths=switch_paths, bottleneck=where,
+    extra.update(switch_paths=switch_paths, bottleneck=where, ina="explicit",
+                 objective_name="throughput",
                  loads_gbps={res: sum(f * sp[s] * n for s, n in per.items())
                              for res, per in sorted(cnt.items())})
     return Plan(scheme=scheme or SCHEME_OF_VARIANT[variant], jobs=[job.name],
                 aggregation_node=agg_node, paths=paths,
-                rates={s: f * sp[s] for s in inst.ps}, split=dict(sp), objective=f,
+                rates={tasks[s]: f * sp[s] for s in inst.ps}, split=dict(sp), objective=f,
                 bound=rel.f, status="heuristic", solve_seconds=time.perf_counter() - t0,
                 extra=extra)
-
-
-def plan_rate(topology: Topology, job: Job, plan: Plan,
-              background: Mapping[str, float] | None = None) -> float:
-    """Recompute the sending rate a plan supports from its routes alone (Eq. (1) constraints):
-    ``min`` over switches, PSs and directed links of residual capacity / load per unit f."""
-    bg = background or {}
-    loads: dict[tuple[str, ...], float] = {}
-
-    def add(key: tuple[str, ...], x: float) -> None:
-        loads[key] = loads.get(key, 0.0) + x
-
-    for s, per_w in plan.paths.items():
-        x = plan.split.get(s, 0.0)
-        for w, route in per_w.items():
-            v = plan.aggregation_node.get(w, {}).get(s)
-            cut = route.index(v) + 1 if v else len(route)
-            for a in _arcs(tuple(route[:cut])):
-                add(("link",) + a, x)
-            add(("switch", v) if v else ("ps", s), x)
-        for v, route in plan.extra.get("switch_paths", {}).get(s, {}).items():
-            for a in _arcs(tuple(route)):
-                add(("link",) + a, x)
-            add(("ps", s), x)
-    rate = INF
-    for key, load in loads.items():
-        if load <= _EPS:
-            continue
-        if key[0] == "link":
-            cap = topology.link(key[1], key[2]).capacity_gbps - bg.get(f"{key[1]}->{key[2]}", 0.0)
-        elif key[0] == "switch":
-            cap = (topology.nodes[key[1]].capacity_gbps or INF) - bg.get(key[1], 0.0)
-        else:
-            nic = sum(l.capacity_gbps for l in topology.links_of(key[1]))
-            cap = min(topology.nodes[key[1]].capacity_gbps or INF, nic) - bg.get(key[1], 0.0)
-        rate = min(rate, cap / load)
-    return rate
 
 
 # ----------------------------------------------------------------------------- registry
@@ -606,16 +591,12 @@ def _scheme(variant: Variant):
         if len(jobs) != 1:
             raise ModelError(f"{SCHEME_OF_VARIANT[variant]} plans one job at a time, got {len(jobs)}")
         opts = {k: v for k, v in options.items()
-                if k in ("seed", "aggregation", "rounds", "k_paths", "max_detour", "background")}
+                if k in ("seed", "aggregation", "rounds", "k_paths", "max_detour", "background",
+                         "any_split_bound")}
         return solve_inart(topology, jobs[0], variant=variant, **opts)
     run.__name__ = f"inart_{variant.replace('-', '_')}"
     return run
 
 
-try:   # schemes.py is written alongside; register when it is there
-    from controller.schemes import register as _register
-except ImportError:   # pragma: no cover - registry not present yet
-    _register = None
-if _register is not None:
-    for _v in VARIANTS:
-        _register(SCHEME_OF_VARIANT[_v])(_scheme(_v))  # type: ignore[arg-type]
+for _v in VARIANTS:
+    register(SCHEME_OF_VARIANT[_v])(_scheme(_v))  # type: ignore[arg-type]

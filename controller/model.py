@@ -229,9 +229,10 @@ def _need(cond: bool, source: str, msg: str) -> None:
 def task_key(job: "Job", ps: str) -> str:
     """Name of the aggregation task (ARO §III-B) of `job` towards parameter server `ps`.
 
-    A single-PS job's task is named like the job; a multi-PS job has one task per PS, "job@ps".
-    Plans key ``paths`` and ``rates`` by these names."""
-    return job.name if len(job.ps) == 1 else f"{job.name}@{ps}"
+    A single-PS job's task is named like the job; a multi-PS job has one task per PS, "job/ps".
+    Plans key ``paths`` and ``rates`` by these names (the checker also accepts a bare PS name
+    when that PS serves a single job of the plan)."""
+    return job.name if len(job.ps) == 1 else f"{job.name}/{ps}"
 
 
 def submodel_key(job: "Job", sub: "SubModel", multi_job: bool) -> str:

@@ -22,7 +22,7 @@ PROVIDERS: dict[str, tuple[str, ...]] = {
                              "k-sgd", "random"),
     "controller.goat": ("goat", "goat-ilp", "goat-lp", "goat-async"),
     "controller.aro": ("aro", "aro-acc"),
-    "controller.inart": ("inart",),
+    "controller.inart": ("inart", "inart-equal", "l-inart"),
 }
 
 

@@ -93,7 +93,7 @@ def _run(arch: str, placement: str, order: list[tuple[int, str]]) -> tuple[Fabri
     return fab, {"ps_fragments": len(ps_frames), "bitmaps": bitmaps}, {"sums": sums, "expected": expected}
 
 
-@pytest.mark.parametrize("arch", ["v1model"])
+@pytest.mark.parametrize("arch", ["v1model", "tna"])
 def test_atp_placement_with_asynchronous_arrivals_sends_7_to_ps(arch: str) -> None:
     # S1 sees A1 B1 C1 A2 B2 C2 and S2 sees A3 B3 C3 A4 B4 C4, interleaved as in Fig. 2(b)
     order = [(0, "A"), (2, "A"), (0, "B"), (2, "B"), (0, "C"), (2, "C"),
@@ -106,7 +106,7 @@ def test_atp_placement_with_asynchronous_arrivals_sends_7_to_ps(arch: str) -> No
     assert sum(fab.sent_by.values()) == 17                    # GOAT: communication overhead 17
 
 
-@pytest.mark.parametrize("arch", ["v1model"])
+@pytest.mark.parametrize("arch", ["v1model", "tna"])
 def test_goat_schedule_sends_3_to_ps(arch: str) -> None:
     # S1 sees A1 A2 B1 B2 C1 C2 A3 A4 (Fig. 2(c))
     order = [(0, "A"), (1, "A"), (0, "B"), (1, "B"), (0, "C"), (1, "C"),
@@ -119,7 +119,7 @@ def test_goat_schedule_sends_3_to_ps(arch: str) -> None:
     assert sum(fab.sent_by.values()) == 13                    # GOAT: 17 → 13 (-24 %)
 
 
-@pytest.mark.parametrize("arch", ["v1model"])
+@pytest.mark.parametrize("arch", ["v1model", "tna"])
 def test_returning_result_releases_held_aggregators(arch: str) -> None:
     fab, tables = _build(arch, "atp")
     k = lanes_of(arch)

@@ -8,7 +8,7 @@ from hostlib.protocol import INT32_MAX, WORKER_AGGREGATE, Flags, parse_frame
 
 from .ina_harness import PS_IP, PS_PORT, InaSwitch, random_lanes, worker_ip, worker_port
 
-ARCHS = ["v1model"]
+ARCHS = ["v1model", "tna"]
 
 
 @pytest.fixture(params=ARCHS)

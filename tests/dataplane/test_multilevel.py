@@ -14,7 +14,7 @@ from .ina_harness import lanes_of, program
 PS_IP = "10.0.9.1"
 
 
-@pytest.mark.parametrize("arch", ["v1model"])
+@pytest.mark.parametrize("arch", ["v1model", "tna"])
 def test_two_level_aggregation_then_multicast_to_all_workers(arch: str) -> None:
     k = lanes_of(arch)
     fab = Fabric()

@@ -1,0 +1,263 @@
+"""Command line: build topologies and jobs, run a scheme, check a plan.
+
+    python -m controller topo leaf-spine --spines 10 --leaves 10 --hosts 50 \\
+        --programmable-fraction 0.2 --seed 1 -o T.json
+    python -m controller job --topology T.json --model alexnet --workers 35 --ps last:1 \\
+        --submodels 8 -o J.json
+    python -m controller plan atp --topology T.json --job J.json -o PLAN.json
+    python -m controller check PLAN.json --topology T.json --job J.json
+    python -m controller schemes
+
+Exit status: 0 fine, 1 the checked plan has violations, 2 bad input (one line on stderr:
+``file: what is wrong``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import profiles, topologies
+from .check import evaluate_plan, format_report
+from .model import Job, ModelError, Topology, load_jobs, load_plan, load_topology, save_json
+from .schemes import SchemeUnavailable, available, run_scheme
+
+
+class UsageError(Exception):
+    """Bad command-line values; reported as one line, exit 2."""
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _fabric_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--link-gbps", type=float, default=100.0)
+    p.add_argument("--link-gbps-range", type=_floats, help="LO,HI: link rates drawn uniformly (seeded)")
+    p.add_argument("--pipelines", type=int, default=1, help="pipes per switch; ports split evenly")
+    p.add_argument("--memory-mb", type=float, default=64.0, help="aggregator memory per programmable switch (MB)")
+    p.add_argument("--switch-capacity-gbps", type=float, default=0.0, help="aggregation capacity (0: unlimited)")
+    p.add_argument("--ps-capacity-gbps", type=float, default=0.0, help="PS processing capacity (0: unlimited)")
+    p.add_argument("--force-programmable", type=_names, default=[], help="switches that must be programmable")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--programmable-fraction", type=float, default=None,
+                   help="fraction of switches made programmable, drawn with --seed (default: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", help="output file (default: stdout)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m controller", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    topo = sub.add_parser("topo", help="generate a topology")
+    kinds = topo.add_subparsers(dest="kind", required=True)
+    ls = kinds.add_parser("leaf-spine", help="two-tier Clos (GOAT: 10/10/50, ARO: 24/24/576)")
+    ls.add_argument("--spines", type=int, required=True)
+    ls.add_argument("--leaves", type=int, required=True)
+    g = ls.add_mutually_exclusive_group(required=True)
+    g.add_argument("--hosts-per-leaf", type=int)
+    g.add_argument("--hosts", type=int, help="total hosts, spread evenly over the leaves")
+    _fabric_options(ls)
+    _common(ls)
+    ft = kinds.add_parser("fat-tree", help="k-ary fat-tree (GOAT: k=8, 6 hosts per edge)")
+    ft.add_argument("--k", type=int, required=True)
+    g = ft.add_mutually_exclusive_group()
+    g.add_argument("--hosts-per-edge", type=int)
+    g.add_argument("--hosts", type=int, help="total hosts, spread evenly over the edge switches")
+    _fabric_options(ft)
+    _common(ft)
+    gt = kinds.add_parser("goat-testbed", help="GOAT Fig. 4: 3 switches, 8 workers, 1 PS")
+    gt.add_argument("--link-gbps", type=float, default=100.0)
+    gt.add_argument("--memory-mb", type=float, default=20.0)
+    _common(gt)
+    it = kinds.add_parser("inart-testbed", help="InArt Fig. 1: 2 switches, 6 workers, 2 PSs")
+    it.add_argument("--link-gbps", type=float, default=100.0)
+    it.add_argument("--switch-capacity-gbps", type=float, default=0.0)
+    it.add_argument("--ps-capacity-gbps", type=float, default=0.0)
+    _common(it)
+    ift = kinds.add_parser("inart-fattree", help="InArt §5.3.1: k=6 fat-tree, 20 Mb/s links")
+    ift.add_argument("--heterogeneous", action="store_true", help="links uniform in 10-30 Mb/s")
+    _common(ift)
+
+    job = sub.add_parser("job", help="build a job (or append one to a job list)")
+    job.add_argument("--topology", required=True)
+    job.add_argument("--model", required=True, help=f"one of: {', '.join(sorted(profiles.PROFILES))}")
+    job.add_argument("--workers", default="auto",
+                     help="auto | all-but-ps | N | random:N | first:N | last:N | h1,h2,...")
+    job.add_argument("--ps", default="auto", help="same forms as --workers (auto: role ps, else last host)")
+    job.add_argument("--submodels", type=int, default=1)
+    job.add_argument("--sizes", type=_floats, help="explicit sub-model sizes (MB, before --scale)")
+    job.add_argument("--split", choices=("equal", "random"), default="equal")
+    job.add_argument("--scale", type=float, default=1.0, help="size factor (InArt emulation: 0.001)")
+    job.add_argument("--name")
+    job.add_argument("--job-id", type=int)
+    job.add_argument("--priority", type=int, default=0)
+    job.add_argument("--seed", type=int, default=0)
+    job.add_argument("--append", action="store_true",
+                     help="add to the job list in --output, keeping its hosts out of this job")
+    job.add_argument("-o", "--output")
+
+    plan = sub.add_parser("plan", help="run a scheme")
+    plan.add_argument("scheme")
+    plan.add_argument("--topology", required=True)
+    plan.add_argument("--job", required=True)
+    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                      help="scheme option (VALUE parsed as JSON when it parses)")
+    plan.add_argument("-o", "--output")
+
+    chk = sub.add_parser("check", help="check a plan; exit 1 on any violation")
+    chk.add_argument("plan")
+    chk.add_argument("--topology", required=True)
+    chk.add_argument("--job", required=True)
+    chk.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    sub.add_parser("schemes", help="list the available schemes")
+    return ap
+
+
+def _emit(obj: Any, output: str | None) -> None:
+    if output:
+        save_json(obj, output)
+    else:
+        print(json.dumps(obj, indent=2))
+
+
+def cmd_topo(a: argparse.Namespace) -> None:
+    fabric = a.kind in ("leaf-spine", "fat-tree")
+    frac = 1.0 if a.programmable_fraction is None else a.programmable_fraction
+    try:
+        if fabric:
+            kw: dict[str, Any] = dict(
+                link_gbps=a.link_gbps, pipelines=a.pipelines, memory_bytes=int(a.memory_mb * 1e6),
+                link_gbps_range=tuple(a.link_gbps_range) if a.link_gbps_range else None,
+                switch_capacity_gbps=a.switch_capacity_gbps, ps_capacity_gbps=a.ps_capacity_gbps,
+                programmable_fraction=frac, force_programmable=a.force_programmable, seed=a.seed)
+            if kw["link_gbps_range"] is not None and len(kw["link_gbps_range"]) != 2:
+                raise UsageError("--link-gbps-range takes LO,HI")
+            if a.kind == "leaf-spine":
+                t = topologies.leaf_spine(a.spines, a.leaves, a.hosts_per_leaf, hosts=a.hosts, **kw)
+            else:
+                t = topologies.fat_tree(a.k, a.hosts_per_edge, hosts=a.hosts, **kw)
+        elif a.kind == "inart-fattree":
+            t = topologies.inart_fattree(a.heterogeneous, a.seed, programmable_fraction=frac)
+        else:
+            if a.kind == "goat-testbed":
+                t = topologies.goat_testbed(link_gbps=a.link_gbps, memory_bytes=int(a.memory_mb * 1e6))
+            else:
+                t = topologies.inart_testbed(link_gbps=a.link_gbps, switch_capacity_gbps=a.switch_capacity_gbps,
+                                             ps_capacity_gbps=a.ps_capacity_gbps)
+            if a.programmable_fraction is not None:
+                topologies.set_programmable(t, a.programmable_fraction, a.seed)
+    except ValueError as e:
+        raise UsageError(f"topo {a.kind}: {e}") from None
+    _emit(t.to_dict(), a.output)
+
+
+def cmd_job(a: argparse.Namespace) -> None:
+    topo = load_topology(a.topology)
+    existing: list[Job] = []
+    if a.append:
+        if not a.output:
+            raise UsageError("job --append needs --output")
+        if Path(a.output).exists():
+            existing = load_jobs(a.output)
+    taken = [h for j in existing for h in j.workers + j.ps]
+    job_id = a.job_id if a.job_id is not None else len(existing) + 1
+    try:
+        job = profiles.make_job(topo, a.model, workers=a.workers, ps=a.ps, submodels=a.submodels,
+                                sizes=a.sizes, split=a.split, scale=a.scale, name=a.name,
+                                job_id=job_id, priority=a.priority, seed=a.seed, exclude=taken)
+    except (ValueError, KeyError) as e:
+        raise UsageError(f"job: {e.args[0] if e.args else e}") from None
+    if any(j.name == job.name for j in existing):
+        raise UsageError(f"{a.output}: already has a job named {job.name}; pass --name")
+    jobs = existing + [job]
+    _emit([j.to_dict() for j in jobs] if a.append else job.to_dict(), a.output)
+
+
+def _load_inputs(topo_path: str, job_path: str) -> tuple[Topology, list[Job]]:
+    topo = load_topology(topo_path)
+    jobs = load_jobs(job_path)
+    for j in jobs:
+        j.validate(topo, source=job_path)
+    return topo, jobs
+
+
+def _parse_opts(items: Sequence[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--opt {item!r}: expected KEY=VALUE")
+        try:
+            opts[key] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[key] = value
+    return opts
+
+
+def cmd_plan(a: argparse.Namespace) -> None:
+    topo, jobs = _load_inputs(a.topology, a.job)
+    options = {"seed": a.seed, **_parse_opts(a.opt)}
+    try:
+        plan = run_scheme(a.scheme, topo, jobs, options)
+    except SchemeUnavailable as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:
+        raise UsageError(f"plan {a.scheme}: {e}") from None
+    _emit(plan.to_dict(), a.output)
+
+
+def cmd_check(a: argparse.Namespace) -> int:
+    topo, jobs = _load_inputs(a.topology, a.job)
+    plan = load_plan(a.plan)
+    report = evaluate_plan(plan, topo, jobs)
+    if a.json:
+        print(json.dumps({"ok": report.ok, "objective_name": report.objective_name,
+                          "metrics": report.metrics,
+                          "violations": [{"kind": v.kind, "message": v.message} for v in report.violations]},
+                         indent=2))
+    else:
+        for line in format_report(report):
+            print(line)
+        print(f"{a.plan}: {'OK' if report.ok else f'{len(report.violations)} violation(s)'}")
+    return 0 if report.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    try:
+        if a.cmd == "topo":
+            cmd_topo(a)
+        elif a.cmd == "job":
+            cmd_job(a)
+        elif a.cmd == "plan":
+            cmd_plan(a)
+        elif a.cmd == "check":
+            return cmd_check(a)
+        else:
+            print("\n".join(available()))
+    except (ModelError, UsageError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    except OSError as e:       # e.g. an output file that cannot be written
+        print(f"{e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+// The aggregator pool for Tofino (TNA): same protocol as the v1model program, written for one
+// stateful-ALU access per register per pass. First pass: claim / match / merge / add / contest.
+// Whatever must read state out (a complete aggregate, a preempted partial, a reminder's drain,
+// a release) resubmits the packet and does it in a second pass with "exchange" actions.
+#ifndef _INA_TNA_AGGREGATOR_P4_
+#define _INA_TNA_AGGREGATOR_P4_
+
+const bit<8> OWNER_OTHER   = 0;
+const bit<8> OWNER_CLAIMED = 1;
+const bit<8> OWNER_MATCH   = 2;
+
+// A register whose next value comes from metadata, returning the previous one.
+#define EXCHANGE_REGISTER(T, name, input)                                              \
+    Register<T, bit<32>>(INA_POOL_SIZE) name;                                          \
+    RegisterAction<T, bit<32>, T>(name) name##_exchange = {                            \
+        void apply(inout T value, out T rv) { rv = value; value = input; }             \
+    };
+
+control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
+    Hash<bit<16>>(HashAlgorithm_t.CRC32) agg_hash;
+
+    // owner key, high word (job ++ submodel; 0 = free) and low word (fragment)
+    EXCHANGE_REGISTER(bit<32>, owner_hi, meta.new_key_hi)
+    RegisterAction<bit<32>, bit<32>, bit<8>>(owner_hi) owner_hi_claim_or_match = {
+        void apply(inout bit<32> value, out bit<8> rv) {
+            if (value == 0) {
+                value = meta.key_hi;
+                rv = OWNER_CLAIMED;
+            } else if (value == meta.key_hi) {
+                rv = OWNER_MATCH;
+            } else {
+                rv = OWNER_OTHER;
+            }
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<8>>(owner_hi) owner_hi_match = {
+        void apply(inout bit<32> value, out bit<8> rv) {
+            if (value == meta.key_hi) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
+        }
+    };
+    EXCHANGE_REGISTER(bit<32>, owner_lo, meta.new_key_lo)
+    RegisterAction<bit<32>, bit<32>, bit<8>>(owner_lo) owner_lo_match = {
+        void apply(inout bit<32> value, out bit<8> rv) {
+            if (value == meta.key_lo) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
+        }
+    };
+    EXCHANGE_REGISTER(bit<8>, agg_priority, meta.new_priority)
+    // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority.
+    RegisterAction<bit<8>, bit<32>, bit<8>>(agg_priority) agg_priority_contest = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            if (hdr.ina.priority > value) {
+                rv = 1;
+            } else {
+                value = value >> 1;
+                rv = 0;
+            }
+        }
+    };
+    EXCHANGE_REGISTER(bit<32>, agg_bitmap, meta.new_bitmap)
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_merge = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            value = value | hdr.ina.bitmap;     // a duplicate's bits are already set: no change
+        }
+    };
+    // contributions still missing (fan_in - count): 0 when complete or free
+    EXCHANGE_REGISTER(bit<8>, agg_remaining, meta.new_remaining)
+    RegisterAction<bit<8>, bit<32>, bit<8>>(agg_remaining) agg_remaining_consume = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            if (value <= hdr.ina.count) {
+                value = 0;
+                rv = 1;
+            } else {
+                value = value - hdr.ina.count;
+                rv = 0;
+            }
+        }
+    };
+    EXCHANGE_REGISTER(bit<8>, agg_fan_in, meta.new_fan_in)
+    EXCHANGE_REGISTER(bit<32>, agg_ps_addr, meta.new_ps_addr)
+
+    // K lanes: one register each, with exchange (claim/swap), saturating add and take.
+#define LANE_STATE(i)                                                                  \
+    Register<int<32>, bit<32>>(INA_POOL_SIZE) lane_##i;                                \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_exchange = {        \
+        void apply(inout int<32> value, out int<32> rv) { rv = value; value = hdr.lanes.v##i; } \
+    };                                                                                 \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = {             \
+        void apply(inout int<32> value) { value = value |+| hdr.lanes.v##i; }          \
+    };                                                                                 \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_take = {            \
+        void apply(inout int<32> value, out int<32> rv) { rv = value; value = 0; }     \
+    };
+    INA_FOR_EACH_LANE(LANE_STATE)
+
+#define LANE_EXCHANGE(i) hdr.lanes.v##i = lane_##i##_exchange.execute(meta.agg_index);
+#define LANE_ADD(i)      lane_##i##_add.execute(meta.agg_index);
+#define LANE_TAKE(i)     hdr.lanes.v##i = lane_##i##_take.execute(meta.agg_index);
+    action lanes_exchange() { INA_FOR_EACH_LANE(LANE_EXCHANGE) }
+    action lanes_add()      { INA_FOR_EACH_LANE(LANE_ADD) }
+    action lanes_take()     { INA_FOR_EACH_LANE(LANE_TAKE) }
+
+    apply {
+        if (meta.op == INA_OP_NONE && meta.releasing == 0 && hdr.ina.count >= hdr.ina.fan_in
+                && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
+            meta.verdict = INA_COMPLETE;
+            return;
+        }
+        meta.agg_index = meta.pool_base
+            + (bit<32>) (agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
+                                        hdr.ina.fragment_id }) & meta.pool_mask);
+        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
+        meta.key_lo = hdr.ina.fragment_id;
+        meta.verdict = INA_PASS;
+
+        if (meta.op == INA_OP_NONE) {
+            if (meta.releasing == 1 || (hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
+                bit<8> hi = owner_hi_match.execute(meta.agg_index);
+                if (hi == OWNER_MATCH) {
+                    if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
+                        meta.verdict = INA_RESUBMIT;
+                        if (meta.releasing == 1) {
+                            meta.resubmit.op = INA_OP_RELEASE;
+                        } else {
+                            meta.resubmit.op = INA_OP_DRAIN;
+                        }
+                    }
+                }
+                return;
+            }
+            bit<8> owner = owner_hi_claim_or_match.execute(meta.agg_index);
+            if (owner == OWNER_CLAIMED) {
+                meta.new_key_lo = meta.key_lo;
+                meta.new_priority = hdr.ina.priority;
+                meta.new_bitmap = hdr.ina.bitmap;
+                meta.new_remaining = hdr.ina.fan_in - hdr.ina.count;
+                meta.new_fan_in = hdr.ina.fan_in;
+                meta.new_ps_addr = hdr.ipv4.dst_addr;
+                owner_lo_exchange.execute(meta.agg_index);
+                agg_priority_exchange.execute(meta.agg_index);
+                agg_bitmap_exchange.execute(meta.agg_index);
+                agg_remaining_exchange.execute(meta.agg_index);
+                agg_fan_in_exchange.execute(meta.agg_index);
+                agg_ps_addr_exchange.execute(meta.agg_index);
+                lanes_exchange();
+                meta.verdict = INA_ABSORB;
+                return;
+            }
+            bit<1> same = 0;
+            if (owner == OWNER_MATCH) {
+                if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
+                    same = 1;
+                }
+            }
+            if (same == 1) {
+                bit<32> seen = agg_bitmap_merge.execute(meta.agg_index);
+                if ((seen & hdr.ina.bitmap) != 0) {
+                    meta.verdict = INA_DUPLICATE;
+                    return;
+                }
+                bit<8> done = agg_remaining_consume.execute(meta.agg_index);
+                lanes_add();
+                if (done == 1) {
+                    meta.verdict = INA_RESUBMIT;
+                    meta.resubmit.op = INA_OP_TAKE;
+                } else {
+                    meta.verdict = INA_ABSORB;
+                }
+                return;
+            }
+            // collision with another key
+            if (meta.preemption == 1) {
+                if (agg_priority_contest.execute(meta.agg_index) == 1) {
+                    meta.verdict = INA_RESUBMIT;
+                    meta.resubmit.op = INA_OP_SWAP;
+                    return;
+                }
+            }
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
+            return;
+        }
+
+        // ---- second pass (resubmitted) ----
+        if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN) {
+            bit<1> hold = 0;
+            if (meta.op == INA_OP_TAKE && meta.hold == 1) {
+                hold = 1;
+            }
+            if (hold == 1) {
+                // ATP: keep the key, refuse duplicates and preemption until the result returns
+                meta.new_priority = 0xFF;
+                meta.new_bitmap = 0xFFFFFFFF;
+            } else {
+                meta.new_key_hi = 0;
+                meta.new_key_lo = 0;
+                meta.new_priority = 0;
+                meta.new_bitmap = 0;
+                owner_hi_exchange.execute(meta.agg_index);
+                owner_lo_exchange.execute(meta.agg_index);
+            }
+            meta.new_remaining = 0;
+            meta.new_fan_in = 0;
+            meta.new_ps_addr = 0;
+            agg_priority_exchange.execute(meta.agg_index);
+            hdr.ina.bitmap = agg_bitmap_exchange.execute(meta.agg_index);
+            bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
+            bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
+            bit<32> ps_addr = agg_ps_addr_exchange.execute(meta.agg_index);
+            lanes_take();
+            hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+            if (meta.op == INA_OP_TAKE) {
+                hdr.ina.count = hdr.ina.fan_in;
+                meta.verdict = INA_COMPLETE;
+            } else {
+                hdr.ina.count = fan_in - remaining;
+                hdr.ina.fan_in = fan_in;
+                hdr.ipv4.dst_addr = ps_addr;
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
+            }
+            return;
+        }
+        if (meta.op == INA_OP_SWAP) {
+            meta.new_key_hi = meta.key_hi;
+            meta.new_key_lo = meta.key_lo;
+            meta.new_priority = hdr.ina.priority;
+            meta.new_bitmap = hdr.ina.bitmap;
+            meta.new_remaining = hdr.ina.fan_in - hdr.ina.count;
+            meta.new_fan_in = hdr.ina.fan_in;
+            meta.new_ps_addr = hdr.ipv4.dst_addr;
+            bit<32> old_hi = owner_hi_exchange.execute(meta.agg_index);
+            hdr.ina.fragment_id = owner_lo_exchange.execute(meta.agg_index);
+            hdr.ina.priority = agg_priority_exchange.execute(meta.agg_index);
+            hdr.ina.bitmap = agg_bitmap_exchange.execute(meta.agg_index);
+            bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
+            bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
+            hdr.ipv4.dst_addr = agg_ps_addr_exchange.execute(meta.agg_index);
+            lanes_exchange();
+            hdr.ina.job_id = old_hi[31:16];
+            hdr.ina.submodel_id = old_hi[15:0];
+            hdr.ina.count = fan_in - remaining;
+            hdr.ina.fan_in = fan_in;
+            hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
+            return;
+        }
+        if (meta.op == INA_OP_RELEASE) {
+            meta.new_key_hi = 0;
+            meta.new_key_lo = 0;
+            meta.new_priority = 0;
+            meta.new_bitmap = 0;
+            meta.new_remaining = 0;
+            meta.new_fan_in = 0;
+            owner_hi_exchange.execute(meta.agg_index);
+            owner_lo_exchange.execute(meta.agg_index);
+            agg_priority_exchange.execute(meta.agg_index);
+            agg_bitmap_exchange.execute(meta.agg_index);
+            agg_remaining_exchange.execute(meta.agg_index);
+            agg_fan_in_exchange.execute(meta.agg_index);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,294 @@
+// INA switch for Tofino (TNA): the protocol of docs/protocol.md with the same tables as the
+// v1model program. Tofino's rules shape the aggregator (p4src/tna/aggregator.p4): one
+// stateful-ALU execution per register per pass, so reading state out (results, preempted
+// partials, reminders) happens in a resubmitted second pass; K = 32 lanes, one register each.
+// Resource assumptions (bf-p4c is not available here): p4src/tna/README.md.
+#include <core.p4>
+#include <tna.p4>
+
+#ifndef INA_LANES
+#define INA_LANES 32
+#endif
+#ifndef INA_POOL_SIZE
+#define INA_POOL_SIZE 8192           // aggregators per pipe; pool sizes are powers of two
+#endif
+
+#include "../common/ina_headers.p4"
+#include "metadata.p4"
+#include "aggregator.p4"
+#include "forwarding.p4"
+
+// ------------------------------------------------------------------ ingress
+parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadata_t meta,
+                        out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        pkt.extract(ig_intr_md);
+        transition select(ig_intr_md.resubmit_flag) {
+            1: parse_resubmit;
+            default: parse_port_metadata;
+        }
+    }
+    state parse_resubmit {
+        pkt.extract(meta.resubmit);
+        transition parse_ethernet;
+    }
+    state parse_port_metadata {
+        pkt.advance(PORT_METADATA_SIZE);
+        transition parse_ethernet;
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            INA_UDP_PORT: parse_ina;
+            default: accept;
+        }
+    }
+    state parse_ina {
+        pkt.extract(hdr.ina);
+        transition select(hdr.ina.version) {
+            INA_VERSION: parse_lanes;
+            default: accept;
+        }
+    }
+    state parse_lanes {
+        pkt.extract(hdr.lanes);
+        transition accept;
+    }
+}
+
+control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
+                   in ingress_intrinsic_metadata_t ig_intr_md,
+                   in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                   inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    InaAggregator() aggregator;
+    InaForwarding() forwarding;
+
+    action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
+    action aggregate(bit<32> pool_base, bit<16> pool_mask) {
+        meta.pool_base = pool_base;
+        meta.pool_mask = pool_mask;
+    }
+    action job_config(bit<1> preemption, bit<1> hold_until_result) {
+        meta.job_known = 1;
+        meta.preemption = preemption;
+        meta.hold = hold_until_result;
+    }
+    action release(bit<16> node_id, bit<32> pool_base, bit<16> pool_mask) {
+        meta.releasing = 1;
+        meta.agg_node = node_id;
+        meta.pool_base = pool_base;
+        meta.pool_mask = pool_mask;
+    }
+    action to_node(bit<16> next_node, bit<8> next_fan_in) {
+        hdr.ina.node_id = next_node;
+        hdr.ina.fan_in = next_fan_in;
+    }
+    action to_multicast(bit<16> group) {
+        meta.last_level = 1;
+        meta.result_group = group;
+    }
+    action to_ps() {
+        meta.last_level = 1;
+    }
+
+    table ina_port_pipe {
+        key = { ig_intr_md.ingress_port : exact; }
+        actions = { set_pipe; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+    table ina_node {
+        key = {
+            hdr.ina.node_id : exact;
+            meta.pipe       : exact;
+        }
+        actions = { aggregate; NoAction; }
+        default_action = NoAction();
+        size = 256;
+    }
+    table ina_job {
+        key = { hdr.ina.job_id : exact; }
+        actions = { job_config; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+    table ina_release {
+        key = { hdr.ina.job_id : exact; }
+        actions = { release; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+    table ina_level {
+        key = {
+            hdr.ina.job_id  : exact;
+            hdr.ina.node_id : exact;
+        }
+        actions = { to_node; to_multicast; to_ps; }
+        default_action = to_ps();
+        size = 4096;
+    }
+
+    apply {
+        meta.verdict = INA_PASS;
+        meta.op = meta.resubmit.op;
+        if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
+            ina_port_pipe.apply();
+            meta.agg_node = hdr.ina.node_id;
+            if ((hdr.ina.flags & INA_FLAG_RESULT) != 0) {
+                if (ina_release.apply().hit) {
+                    meta.job_known = 1;
+                }
+            } else if (ina_node.apply().hit) {
+                ina_job.apply();
+            }
+            if (meta.job_known == 1) {
+                aggregator.apply(hdr, meta);
+            }
+            if (meta.verdict == INA_RESUBMIT) {
+                ig_dprsr_md.resubmit_type = 1;     // the deparser emits meta.resubmit
+                return;
+            }
+            if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
+                ig_dprsr_md.drop_ctl = 1;
+                return;
+            }
+            if (meta.verdict == INA_COMPLETE
+                    || (meta.verdict == INA_PASS && meta.job_known == 1 && meta.releasing == 0
+                        && (hdr.ina.flags & INA_FLAG_COLLISION) != 0)) {
+                ina_level.apply();
+                if (meta.verdict == INA_COMPLETE && meta.last_level == 1) {
+                    hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
+                    ig_tm_md.mcast_grp_a = meta.result_group;
+                }
+            }
+            if (meta.verdict != INA_PASS
+                    || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0) {
+                hdr.udp.checksum = 0;
+            }
+        }
+        if (ig_tm_md.mcast_grp_a == 0) {
+            forwarding.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+        }
+    }
+}
+
+control InaIngressDeparser(packet_out pkt, inout ina_headers_t hdr, in ina_ig_metadata_t meta,
+                           in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Resubmit() resubmit;
+    apply {
+        if (ig_dprsr_md.resubmit_type == 1) {
+            resubmit.emit(meta.resubmit);
+        }
+        pkt.emit(hdr);
+    }
+}
+
+// ------------------------------------------------------------------ egress
+parser InaEgressParser(packet_in pkt, out ina_headers_t hdr, out ina_eg_metadata_t meta,
+                       out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            INA_UDP_PORT: parse_ina;
+            default: accept;
+        }
+    }
+    state parse_ina {
+        pkt.extract(hdr.ina);
+        transition select(hdr.ina.version) {
+            INA_VERSION: parse_lanes;
+            default: accept;
+        }
+    }
+    state parse_lanes {
+        pkt.extract(hdr.lanes);
+        transition accept;
+    }
+}
+
+control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
+                  in egress_intrinsic_metadata_t eg_intr_md,
+                  in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    action set_result_dst(ipv4_addr_t ip, mac_addr_t mac) {
+        hdr.ipv4.dst_addr = ip;
+        hdr.ethernet.dst_addr = mac;
+    }
+    action set_smac(mac_addr_t mac) {
+        hdr.ethernet.src_addr = mac;
+    }
+    table result_rewrite {
+        key = { eg_intr_md.egress_rid : exact; }
+        actions = { set_result_dst; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+    table smac {
+        key = { eg_intr_md.egress_port : exact; }
+        actions = { set_smac; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed
+    // (egress has the free stages for the K comparisons).
+#define LANE_SATURATED(i) || hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1
+    apply {
+        if (hdr.lanes.isValid() && hdr.ina.worker_id == INA_WORKER_AGGREGATE) {
+            if (false INA_FOR_EACH_LANE(LANE_SATURATED)) {
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+            }
+        }
+        if (hdr.ina.isValid() && eg_intr_md.egress_rid != 0) {
+            result_rewrite.apply();
+        }
+        smac.apply();
+    }
+}
+
+control InaEgressDeparser(packet_out pkt, inout ina_headers_t hdr, in ina_eg_metadata_t meta,
+                          in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Checksum() ipv4_checksum;
+    apply {
+        hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+            hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+            hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+            hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+        pkt.emit(hdr);
+    }
+}
+
+Pipeline(InaIngressParser(), InaIngress(), InaIngressDeparser(),
+         InaEgressParser(), InaEgress(), InaEgressDeparser()) pipe;
+Switch(pipe) main;

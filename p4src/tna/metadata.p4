@@ -1,0 +1,53 @@
+// Metadata of the TNA INA program.
+#ifndef _INA_TNA_METADATA_P4_
+#define _INA_TNA_METADATA_P4_
+
+// Second-pass operations, carried in the resubmit header (ESA §6: state that was read early in
+// the first pass is swapped or freed in a resubmitted second pass).
+const bit<8> INA_OP_NONE    = 0;
+const bit<8> INA_OP_TAKE    = 1;   // aggregate complete: read the sums out, free (or hold)
+const bit<8> INA_OP_SWAP    = 2;   // preemption: exchange aggregator and packet (packet swapping)
+const bit<8> INA_OP_DRAIN   = 3;   // reminder: read the partial out to the PS, free
+const bit<8> INA_OP_RELEASE = 4;   // a returning result frees a held aggregator
+
+const bit<3> INA_RESUBMIT   = 4;   // verdict: resubmit for a second pass
+
+header ina_resubmit_h {
+    bit<8>  op;
+    bit<56> pad;                   // Tofino 1 resubmit data is 64 bits
+}
+
+struct ina_ig_metadata_t {
+    ina_resubmit_h resubmit;
+    bit<8>  op;
+    bit<8>  pipe;
+    bit<32> pool_base;
+    bit<16> pool_mask;
+    bit<1>  job_known;
+    bit<1>  preemption;
+    bit<1>  hold;
+    bit<1>  releasing;
+    bit<16> agg_node;
+    bit<3>  verdict;
+    bit<1>  last_level;
+    bit<16> result_group;
+    bit<32> agg_index;
+    bit<32> key_hi;                // job ++ submodel
+    bit<32> key_lo;                // fragment
+    // inputs of the "exchange" register actions (what the aggregator stores next)
+    bit<32> new_key_hi;
+    bit<32> new_key_lo;
+    bit<8>  new_priority;
+    bit<32> new_bitmap;
+    bit<8>  new_remaining;
+    bit<8>  new_fan_in;
+    bit<32> new_ps_addr;
+    bit<1>  routed;
+    bit<16> ecmp_group;
+    bit<16> ecmp_mask;
+    bit<16> ecmp_member;
+}
+
+struct ina_eg_metadata_t { }
+
+#endif
