@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -154,7 +154,7 @@ class _Model:
     x_col: dict[tuple[int, int], int]             # (g, s) -> column
     u_col: dict[tuple[int, int, int], int]        # (class, g, node) -> column; node == n_s is the PS
     sign: float                                   # objective value = sign * (cost . x)
-    cost2: np.ndarray                             # tie-break: the other equation, as a minimisation
+    cost2: np.ndarray                             # tie-break: PS traffic (MB), to minimise
 
 
 def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objective,
@@ -174,14 +174,16 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
     n_s = inst.n_s
     eq1: list[float] = []           # Eq. 1 coefficients (min)
     eq4: list[float] = []           # Eq. 4 coefficients (max)
+    ps: list[float] = []            # MB reaching the PS (one aggregate per switch, raw from workers)
     upper: list[float] = []
     x_col: dict[tuple[int, int], int] = {}
     u_col: dict[tuple[int, int, int], int] = {}
     rows: list[tuple[list[int], list[float], float, float]] = []
 
-    def col(c1: float, c4: float, ub: float) -> int:
+    def col(c1: float, c4: float, ub: float, to_ps: float = 0.0) -> int:
         eq1.append(c1)
         eq4.append(c4)
+        ps.append(to_ps)
         upper.append(ub)
         return len(upper) - 1
 
@@ -196,12 +198,12 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
                     continue
                 d_sa = inst.d_s_ps[j, s]
                 if (g, s) not in x_col:
-                    x_col[(g, s)] = col(b * d_sa, -b * d_sa, 1.0)
+                    x_col[(g, s)] = col(b * d_sa, -b * d_sa, 1.0, b)
                 u = col(b * c.dist[s], b * d_sa, n)
                 u_col[(ci, g, s)] = u
                 idx.append(u)
                 rows.append(([u, x_col[(g, s)]], [1.0, -n], -_INF, 0.0))      # y <= x
-            u = col(b * c.dist[-1], 0.0, n)                                 # to the PS
+            u = col(b * c.dist[-1], 0.0, n, b)                              # to the PS
             u_col[(ci, g, n_s)] = u
             idx.append(u)
             rows.append((idx, [1.0] * len(idx), n, n))                       # sum_s y = 1
@@ -217,7 +219,7 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
                   np.array([i for r in rows for i in r[0]], dtype=np.int64),
                   np.array([v for r in rows for v in r[1]], dtype=float),
                   np.array([r[2] for r in rows]), np.array([r[3] for r in rows]),
-                  x_col, u_col, 1.0 if objective == "eq1" else -1.0, -c4 if objective == "eq1" else c1)
+                  x_col, u_col, 1.0 if objective == "eq1" else -1.0, np.array(ps))
 
 
 @dataclass
@@ -228,12 +230,12 @@ class _Solution:
     seconds: float
 
 
-def _solve_highspy(m: _Model, cost: np.ndarray, integer: bool, time_limit: float | None) -> _Solution:
+def _solve_highspy(m: _Model, integer: bool, time_limit: float | None, tie_break: bool) -> _Solution:
     import highspy
     lp = highspy.HighsLp()
     lp.num_col_ = len(m.cost)
     lp.num_row_ = len(m.row_lo)
-    lp.col_cost_ = cost
+    lp.col_cost_ = m.cost
     lp.col_lower_ = np.zeros(len(m.cost))
     lp.col_upper_ = m.upper
     inf = highspy.kHighsInf
@@ -253,22 +255,44 @@ def _solve_highspy(m: _Model, cost: np.ndarray, integer: bool, time_limit: float
     t0 = time.perf_counter()
     h.passModel(lp)
     h.run()
-    secs = time.perf_counter() - t0
+    status = _highs_status(h)
+    vals = np.array(h.getSolution().col_value) if status in ("optimal", "time_limit") else np.zeros(len(m.cost))
+    if tie_break and status == "optimal":
+        # second phase on the optimal face, warm-started from the first
+        z = float(m.cost @ vals)
+        nz = np.flatnonzero(m.cost)
+        h.addRow(-inf, z + _face_tol(z), len(nz), nz.astype(np.int32), m.cost[nz])
+        h.changeColsCost(len(m.cost), np.arange(len(m.cost), dtype=np.int32), m.cost2)
+        h.run()
+        if _highs_status(h) == "optimal":
+            vals = np.array(h.getSolution().col_value)
+    return _Solution(status, vals, m.sign * float(m.cost @ vals), time.perf_counter() - t0)
+
+
+def _highs_status(h: Any) -> str:
+    import highspy
     st = h.getModelStatus()
-    name = {highspy.HighsModelStatus.kOptimal: "optimal",
+    return {highspy.HighsModelStatus.kOptimal: "optimal",
             highspy.HighsModelStatus.kInfeasible: "infeasible",
             highspy.HighsModelStatus.kTimeLimit: "time_limit"}.get(st, h.modelStatusToString(st).lower())
-    vals = np.array(h.getSolution().col_value) if name in ("optimal", "time_limit") else np.zeros(len(m.cost))
-    return _Solution(name, vals, m.sign * float(m.cost @ vals), secs)
 
 
-def _solve_pulp(m: _Model, cost: np.ndarray, integer: bool, solver: str,
-                time_limit: float | None) -> _Solution:
+def _face_tol(z: float) -> float:
+    """Slack on the primary objective when optimising the tie-break over the optimal face."""
+    return 1e-7 * max(1.0, abs(z))
+
+
+def _solve_pulp(m: _Model, integer: bool, solver: str, time_limit: float | None,
+                tie_break: bool) -> _Solution:
     import pulp
     prob = pulp.LpProblem("gina", pulp.LpMinimize)
     cat = pulp.LpInteger if integer else pulp.LpContinuous
     v = [pulp.LpVariable(f"v{i}", 0, float(m.upper[i]), cat) for i in range(len(m.cost))]
-    prob += pulp.lpSum(float(c) * v[i] for i, c in enumerate(cost) if c)
+
+    def lin(coef: np.ndarray) -> Any:
+        return pulp.lpSum(float(c) * v[i] for i, c in enumerate(coef) if c)
+
+    prob += lin(m.cost)
     for r in range(len(m.row_lo)):
         a, b = int(m.start[r]), int(m.start[r + 1])
         expr = pulp.lpSum(float(m.value[k]) * v[int(m.index[k])] for k in range(a, b))
@@ -286,43 +310,37 @@ def _solve_pulp(m: _Model, cost: np.ndarray, integer: bool, solver: str,
         sol = pulp.HiGHS(msg=False, timeLimit=time_limit, threads=1)
     else:
         raise ValueError(f"unknown solver {solver!r} (use 'highs' or 'cbc')")
+
+    def run() -> tuple[str, np.ndarray]:
+        prob.solve(sol)
+        st = pulp.LpStatus[prob.status].lower()
+        if st == "optimal" and getattr(prob, "sol_status", 1) == pulp.LpSolutionIntegerFeasible:
+            st = "time_limit"                   # stopped with an incumbent, not proven optimal
+        return st, np.array([x.value() or 0.0 for x in v])
+
     t0 = time.perf_counter()
-    prob.solve(sol)
-    secs = time.perf_counter() - t0
-    status = pulp.LpStatus[prob.status].lower()
-    vals = np.array([x.value() or 0.0 for x in v])
-    if status == "optimal" and getattr(prob, "sol_status", 1) == pulp.LpSolutionIntegerFeasible:
-        status = "time_limit"                   # stopped with an incumbent, not proven optimal
-    return _Solution(status, vals, m.sign * float(m.cost @ vals), secs)
-
-
-def _solve_once(m: _Model, cost: np.ndarray, integer: bool, backend: str,
-                time_limit: float | None) -> _Solution:
-    if backend == "highspy":
-        return _solve_highspy(m, cost, integer, time_limit)
-    if backend in ("highs", "cbc"):
-        return _solve_pulp(m, cost, integer, backend, time_limit)
-    raise ValueError(f"unknown backend {backend!r} (use 'highspy', 'highs' or 'cbc')")
+    status, vals = run()
+    if tie_break and status == "optimal":
+        z = float(m.cost @ vals)
+        prob += lin(m.cost) <= z + _face_tol(z)
+        prob.setObjective(lin(m.cost2))
+        st2, vals2 = run()
+        if st2 == "optimal":
+            vals = vals2
+    return _Solution(status, vals, m.sign * float(m.cost @ vals), time.perf_counter() - t0)
 
 
 def _solve(m: _Model, integer: bool, backend: str, time_limit: float | None,
            tie_break: bool = False) -> _Solution:
-    """Optimise the chosen objective; with ``tie_break``, then optimise the other equation over
-    the optimal face (primary <= optimum + 1e-7 relative): among Eq. 1 optima, the one that
-    aggregates most traffic in the network (Eq. 4). Ties are common: a switch exactly as far from
-    a worker as the PS costs that worker the same in Eq. 1 but still removes PS traffic."""
-    sol = _solve_once(m, m.cost, integer, backend, time_limit)
-    if not tie_break or sol.status != "optimal":
-        return sol
-    z = float(m.cost @ sol.values)
-    nz = np.flatnonzero(m.cost)
-    m2 = replace(m, start=np.append(m.start, m.start[-1] + len(nz)),
-                 index=np.concatenate([m.index, nz]), value=np.concatenate([m.value, m.cost[nz]]),
-                 row_lo=np.append(m.row_lo, -_INF), row_hi=np.append(m.row_hi, z + 1e-7 * max(1.0, abs(z))))
-    sol2 = _solve_once(m2, m.cost2, integer, backend, time_limit)
-    if sol2.status != "optimal":                 # keep the primary optimum
-        return sol
-    return _Solution("optimal", sol2.values, sol.objective, sol.seconds + sol2.seconds)
+    """Optimise the chosen objective. With ``tie_break``, then minimise the PS traffic
+    (``_Model.cost2``) over the optimal face (primary <= optimum + 1e-7 relative). Ties are
+    common: a switch exactly as far from a worker as the PS costs that worker the same in Eq. 1,
+    yet aggregating there spares the PS."""
+    if backend == "highspy":
+        return _solve_highspy(m, integer, time_limit, tie_break)
+    if backend in ("highs", "cbc"):
+        return _solve_pulp(m, integer, backend, time_limit, tie_break)
+    raise ValueError(f"unknown backend {backend!r} (use 'highspy', 'highs' or 'cbc')")
 
 
 # ============================================================================ evaluation
@@ -503,12 +521,13 @@ def relax(topology: Topology, job: Job | Sequence[Job], *, objective: Objective 
 def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
                   candidates: Candidates = "all", backend: str = "highspy",
                   max_detail: int = 5000, tie_break: bool = True) -> Plan:
-    """The LP relaxation of GINA as a Plan: ``objective == bound`` is the LP optimum, a lower bound
-    on Eq. 1 (upper bound on Eq. 4) for every integral plan respecting memory.
-
-    ``submodel_switches`` lists the support of x~; fractional values are in ``extra["x"]``
-    ({sub-model: {switch: x~}}) and, when workers x sub-models <= ``max_detail``, ``extra["y"]``
-    ({worker: {sub-model: {node: y~}}}, node "PS" for alpha). ``aggregation_node`` stays empty.
+    """The LP relaxation of GINA as a Plan: ``bound`` (and ``extra["lp_objective"]``) is the LP
+    optimum, a lower bound on Eq. 1 (upper bound on Eq. 4) for every integral plan that respects
+    memory. It is a bound, not an installable plan: ``objective`` is None, ``aggregation_node``
+    stays empty (a plan checker will report missing assignments), ``submodel_switches`` lists
+    the support of x~, fractional values are in ``extra["x"]`` ({sub-model: {switch: x~}}) and,
+    when workers x sub-models <= ``max_detail``, ``extra["y"]`` ({worker: {sub-model: {node: y~}}},
+    node "PS" for alpha).
     """
     lp = relax(topology, job, objective=objective, candidates=candidates, backend=backend,
                tie_break=tie_break)
@@ -518,8 +537,7 @@ def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Ob
 def _lp_plan(lp: GinaLp, max_detail: int) -> Plan:
     inst = lp.inst
     plan = Plan("goat-lp", [j.name for j in inst.jobs], status="optimal",
-                objective=lp.solution.objective, bound=lp.solution.objective,
-                solve_seconds=lp.solution.seconds)
+                objective=None, bound=lp.solution.objective, solve_seconds=lp.solution.seconds)
     xs: dict[str, dict[str, float]] = {}
     for (g, s), _ in sorted(lp.model.x_col.items()):
         v = lp.x(g, s)
@@ -527,6 +545,7 @@ def _lp_plan(lp: GinaLp, max_detail: int) -> Plan:
             xs.setdefault(inst.sub_keys[g], {})[inst.switches[s]] = round(v, 9)
     plan.submodel_switches = {k: sorted(v) for k, v in xs.items()}
     plan.extra = {"objective_name": lp.objective, "sense": "min" if lp.objective == "eq1" else "max",
+                  "lp_objective": lp.solution.objective, "relaxation": True,
                   "variables": len(lp.model.cost), "constraints": len(lp.model.row_lo), "x": xs}
     n_pairs = sum(len(c.workers) for c in inst.classes) * len(inst.sub_keys)
     if n_pairs <= max_detail:

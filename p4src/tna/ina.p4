@@ -1,13 +1,13 @@
 // INA switch for Tofino (TNA): the protocol of docs/protocol.md with the same tables as the
 // v1model program. Tofino's rules shape the aggregator (p4src/tna/aggregator.p4): one
 // stateful-ALU execution per register per pass, so reading state out (results, preempted
-// partials, reminders) happens in a resubmitted second pass; K = 32 lanes, one register each.
+// partials, reminders) happens in a resubmitted second pass; K = 16 lanes, one register each.
 // Resource assumptions (bf-p4c is not available here): p4src/tna/README.md.
 #include <core.p4>
 #include <tna.p4>
 
 #ifndef INA_LANES
-#define INA_LANES 32
+#define INA_LANES 16             // fits Tofino 1's 12 stages with the owner/bitmap chain (README)
 #endif
 #ifndef INA_POOL_SIZE
 #define INA_POOL_SIZE 8192           // aggregators per pipe; pool sizes are powers of two
@@ -23,6 +23,17 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
                         out ingress_intrinsic_metadata_t ig_intr_md) {
     state start {
         pkt.extract(ig_intr_md);
+        // Tofino does not zero metadata: initialise what the controls read before writing.
+        meta.op = INA_OP_NONE;
+        meta.pipe = 0;
+        meta.job_known = 0;
+        meta.preemption = 0;
+        meta.hold = 0;
+        meta.releasing = 0;
+        meta.last_level = 0;
+        meta.result_group = 0;
+        meta.routed = 0;
+        meta.ecmp_mask = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -30,6 +41,7 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
     }
     state parse_resubmit {
         pkt.extract(meta.resubmit);
+        meta.op = meta.resubmit.op;
         transition parse_ethernet;
     }
     state parse_port_metadata {
@@ -145,7 +157,6 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
 
     apply {
         meta.verdict = INA_PASS;
-        meta.op = meta.resubmit.op;
         if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
             ina_port_pipe.apply();
             meta.agg_node = hdr.ina.node_id;
@@ -160,6 +171,8 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                 aggregator.apply(hdr, meta);
             }
             if (meta.verdict == INA_RESUBMIT) {
+                meta.resubmit.setValid();
+                meta.resubmit.pad = 0;
                 ig_dprsr_md.resubmit_type = 1;     // the deparser emits meta.resubmit
                 return;
             }
@@ -261,14 +274,17 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
         size = 512;
     }
 
+    action flag_overflow() {
+        hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+    }
+
     // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed
-    // (egress has the free stages for the K comparisons).
-#define LANE_SATURATED(i) || hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1
+    // (one small gateway per lane; egress has the free stages).
+#define LANE_SATURATED(i) \
+    if (hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1) { flag_overflow(); }
     apply {
         if (hdr.lanes.isValid() && hdr.ina.worker_id == INA_WORKER_AGGREGATE) {
-            if (false INA_FOR_EACH_LANE(LANE_SATURATED)) {
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            }
+            INA_FOR_EACH_LANE(LANE_SATURATED)
         }
         if (hdr.ina.isValid() && eg_intr_md.egress_rid != 0) {
             result_rewrite.apply();
