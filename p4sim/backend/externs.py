@@ -161,9 +161,9 @@ def _inline_register_action(c: "Compiler", inst: "ExternInstance", index_code: s
     w.line(f"{idx} = {index_code}")
     w.line(f"_claim({reg.py})")
     w.line(f"{rv} = 0")
-    w.line(f"if {idx} < {reg.py}.size:")
+    w.line(f"if {idx} < {reg.py}_size:")
     with w.indent():
-        w.line(f"{val} = {reg.py}.values[{idx}]")
+        w.line(f"{val} = {reg.py}_values[{idx}]")
         bctx = BodyCtx(w, scope, "action", ctx.prefix, _ReturnSignal("break"), ctx.no_hoist_depth)
         if contains_return(fn.body):
             w.line("while True:")
@@ -172,7 +172,7 @@ def _inline_register_action(c: "Compiler", inst: "ExternInstance", index_code: s
                 w.line("break")
         else:
             c.compile_block_stmt(fn.body, bctx)
-        w.line(f"{reg.py}.write({idx}, {val})")
+        w.line(f"{reg.py}_values[{idx}] = {val}")
     return rv
 
 
@@ -212,11 +212,11 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             dst_t = c.lvalue_type(args[0].value, ctx)
             c.coerce("0", vt, dst_t, args[0].value) if isinstance(vt, BitT) else None
             cur, _ = c.compile_expr(args[0].value, ctx)
-            c.assign_to(args[0].value, f"{inst.py}.read({arg(1, idx_t)}, {cur})", ctx)
+            c.assign_to(args[0].value, _register_read(c, inst.py, arg(1, idx_t), cur, w), ctx)
             return "", VoidT()
         if method == "write":
             nargs(2)
-            w.line(f"{inst.py}.write({arg(0, idx_t)}, {arg(1, vt)})")
+            _register_write(c, inst.py, arg(0, idx_t), arg(1, vt), w)
             return "", VoidT()
     if name == "counter":
         if method == "count":
@@ -300,6 +300,27 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             w.line(f"_ctx.digests.append(({dt.name!r}, {code}.copy()))")
             return "", VoidT()
     raise _err(call, f"{name} has no method '{method}' supported by p4sim")
+
+
+# Registers are read and written inline on their value lists (bound as <py>_values and
+# <py>_size by the Switch): a method call per access dominated the aggregation programs.
+# An index out of range reads the destination's current value and skips writes (bmv2).
+def _register_read(c: "Compiler", py: str, index: str, current: str, w) -> str:
+    i = _index_local(c, index, w)
+    return f"({py}_values[{i}] if {i} < {py}_size else {current})"
+
+
+def _register_write(c: "Compiler", py: str, index: str, value: str, w) -> None:
+    i = _index_local(c, index, w)
+    w.line(f"if {i} < {py}_size: {py}_values[{i}] = {value}")
+
+
+def _index_local(c: "Compiler", index: str, w) -> str:
+    if index.isidentifier() or index.isdigit():
+        return index
+    i = c.fresh("ix")
+    w.line(f"{i} = {index}")
+    return i
 
 
 def _emit(c: "Compiler", code: str, t: P4Type, out: str, w, node) -> None:

@@ -76,7 +76,11 @@ class Switch:
         ns: dict[str, Any] = {"__name__": f"p4sim_generated"}
         self._install_helpers(ns)
         for obj in program.compiled.objects:
-            ns[obj.py_name] = self._make_object(obj.kind, obj.params)
+            made = ns[obj.py_name] = self._make_object(obj.kind, obj.params)
+            if obj.kind == "register":
+                # generated code indexes the value list directly (see backend/externs.py)
+                ns[obj.py_name + "_values"] = made.values
+                ns[obj.py_name + "_size"] = made.size
         exec(program.code, ns)
         self.ns = ns
         if program.arch == "v1model":

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from controller.baselines import gina_cost
 from controller.check import evaluate_plan
 from controller.model import Job, Plan, SubModel
 from controller.profiles import make_job

@@ -1,7 +1,6 @@
 """The checker recomputes GOAT's objective and catches every violation kind on hand-made plans."""
 from __future__ import annotations
 
-import copy
 
 import pytest
 
