@@ -82,3 +82,40 @@ def test_preprocessor_error_is_reported(tmp_path: Path) -> None:
     p.write_text('#include "does_not_exist.p4"\n')
     with pytest.raises(CompileError, match="preprocessor"):
         load_program(str(p))
+
+
+ING_EMPTY = "control Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }\n"
+
+
+def _ingress(body: str) -> str:
+    return PRELUDE + "control Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {" + body + "}\n" + MAIN
+
+
+UNSUPPORTED = {
+    "value sets": (PRELUDE.replace("state start { pkt.extract(hdr.h); transition accept; }",
+                                   "value_set<bit<8>>(4) vs; state start { pkt.extract(hdr.h); transition accept; }")
+                   + ING_EMPTY + MAIN, "parser value sets are not supported"),
+    "direct application": (PRELUDE + "control C(inout hs_t hdr) { apply { } }\n"
+                           + _ingress(" apply { C.apply(hdr); } ")[len(PRELUDE):], "direct type application"),
+    "generic controls": (PRELUDE + "control G<T>(inout T x) { apply { } }\n" + ING_EMPTY + MAIN,
+                         "generic control declarations are not supported"),
+    "action profiles": (_ingress(" action_profile(4) ap; apply { } "), "extern action_profile is not supported"),
+    "Checksum16": (_ingress(" Checksum16() c; apply { } "), "extern Checksum16 is not supported"),
+    "clone3": (_ingress(" apply { clone3(CloneType.I2E, 1, {hdr.h.a}); } "), "clone3 is deprecated and not supported"),
+    "sub-parsers": (PRELUDE.replace("parser P(", "parser Sub(packet_in pkt, out hs_t hdr) { state start { transition accept; } }\nparser P(")
+                    .replace("state start { pkt.extract(hdr.h); transition accept; }",
+                             "Sub() sub; state start { sub.apply(pkt, hdr); transition accept; }") + ING_EMPTY + MAIN,
+                    "sub-parser invocation is not supported"),
+    "for loops": (_ingress(" apply { for (bit<8> i = 0; i < 4; i = i + 1) { } } "), "for loops"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_construct_is_a_clear_load_error(tmp_path: Path, name: str) -> None:
+    src, message = UNSUPPORTED[name]
+    p = tmp_path / "unsupported.p4"
+    p.write_text(src)
+    with pytest.raises(CompileError) as info:
+        load_program(str(p))
+    assert message in info.value.message
+    assert info.value.line is not None

@@ -987,6 +987,9 @@ def parse_text(src: SourceText) -> ast.Program:
             p = src.origin(len(src.line_map), 0)
             raise CompileError("syntax error: unexpected end of input", p.file, p.line) from None
         p = src.origin(tok.line, tok.column)
+        if tok.value == "." and re.match(r"\.\s*apply\s*\(", text[tok.start_pos:]):
+            raise CompileError("direct type application (Type.apply(...)) is not supported; "
+                               "instantiate the control and apply the instance", p.file, p.line, p.col) from None
         exp = _describe_expected(set(e.expected))
         raise CompileError(f"syntax error: unexpected '{tok.value}'" + (f"; expected {exp}" if exp else ""),
                            p.file, p.line, p.col) from None
