@@ -128,7 +128,8 @@ class SimConfig:
     start_spread_us: float = 1000.0
     jitter_us: float = 300.0
     iterations: int = 2
-    window_mb: float | None = None     # ATP/ESA sender window; None: unlimited
+    host_delay_us: float = 70.0        # end-host turnaround: result in -> window/slot reusable
+    window_mb: float | None = None     # ATP/ESA sender window; None: one BDP (see bdp_mb)
     reminder_us: float | None = None   # PS reminder delay; None: one base RTT
     seed: int = 0
 
@@ -149,6 +150,12 @@ class SimConfig:
     def chunk_us(self) -> float:
         """Serialisation time of one chunk at line rate."""
         return self.chunk_packets * self.packet_bytes * 8 / (self.link_gbps * 1e3)
+
+    @property
+    def bdp_mb(self) -> float:
+        """Bandwidth x (base RTT + host turnaround): 1 MB at 100 Gb/s with the defaults, the
+        per-job memory ESA §2.2 says line-rate aggregation needs."""
+        return self.link_gbps * 1e3 * (self.rtt_us + self.host_delay_us) / 8 / MB
 
     @property
     def blocks(self) -> int:
@@ -326,8 +333,8 @@ class Simulator:
             self.slot_holder: dict[tuple[int, int], _Task] = {}
         else:
             self.pool = AggregatorPool(cfg.blocks, scheme, self.coin)
-        self.window = (math.inf if cfg.window_mb is None
-                       else max(1, int(cfg.window_mb * MB // cfg.chunk_payload)))
+        window = cfg.bdp_mb if cfg.window_mb is None else cfg.window_mb
+        self.window = math.inf if window == math.inf else max(1, int(window * MB // cfg.chunk_payload))
         self.reminder = cfg.rtt_us if cfg.reminder_us is None else cfg.reminder_us
 
     # ------------------------------------------------------------------ events
@@ -495,7 +502,7 @@ class Simulator:
             task.at_switch = 0
         else:
             self.pool.release(task.idx, task)
-        self.at(self.now + self.cfg.chunk_us + self.prop, self._results, task.job, task)
+        self._multicast(task)
 
     def _to_ps(self, task: _Task, contributions: int) -> None:
         """One chunk (a raw contribution or a partial aggregate) crosses the link into the PS."""
@@ -534,7 +541,13 @@ class Simulator:
     def _result_at_switch(self, task: _Task) -> None:
         if self.scheme == "atp":
             self.pool.release(task.idx, task)     # ATP frees on the returning result
-        self.at(self.now + self.cfg.chunk_us + self.prop, self._results, task.job, task)
+        self._multicast(task)
+
+    def _multicast(self, task: _Task) -> None:
+        """Result leaves the switch; workers can use it after serialisation, propagation and
+        their host turnaround."""
+        self.at(self.now + self.cfg.chunk_us + self.prop + self.cfg.host_delay_us,
+                self._results, task.job, task)
 
 
 def simulate(cfg: SimConfig, scheme: str) -> SimResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hostlib.protocol import INT32_MAX, WORKER_AGGREGATE, Flags, parse_frame
+from hostlib.protocol import INT32_MAX, WORKER_AGGREGATE, Flags, build_frame, parse_frame
 
 from .ina_harness import PS_IP, PS_PORT, InaSwitch, random_lanes, worker_ip, worker_port
 
@@ -189,3 +189,26 @@ def test_single_contribution_completes_without_memory(arch: str) -> None:
     (_, pkt), = s.parse(s.send(s.fragment(0, fan_in=1), np.full(s.lanes, 7, np.int32)))
     assert Flags.RESULT in pkt.header.flags and np.all(pkt.lanes == 7)
     assert s.register("agg_priority", 0) == 0
+
+
+def test_ecmp_spreads_flows_and_keeps_each_flow_on_one_path(arch: str) -> None:
+    s = InaSwitch(arch, workers=1)
+    s.t.add_ecmp_route("10.9.0.0", 16, group=3, members=[(20, 0x0A), (21, 0x0B)])
+    ports = {}
+    for sport in range(40):
+        h = s.fragment(0, fan_in=2, node_id=9)          # not for this switch: plain forwarding
+        frame = build_frame(h, np.zeros(s.lanes, np.int32), src_ip="10.0.0.1", dst_ip="10.9.1.1",
+                            src_port=40000 + sport)
+        (port, _), = s.sw.process(1, frame)
+        ports[sport] = port
+        assert s.sw.process(1, frame)[0][0] == port      # a flow stays on its path
+    assert set(ports.values()) == {20, 21}
+
+
+def test_explicit_route_pins_a_workers_path(arch: str) -> None:
+    s = InaSwitch(arch, workers=2)
+    s.t.add_route(1, port=30, worker_id=1, node_id=5)   # job 1, worker 1, towards node 5
+    h0, h1 = s.fragment(0, fan_in=2, node_id=5), s.fragment(1, fan_in=2, node_id=5)
+    (p0, _), = s.send(h0, np.zeros(s.lanes, np.int32))
+    (p1, _), = s.send(h1, np.zeros(s.lanes, np.int32))
+    assert p0 == PS_PORT and p1 == 30
