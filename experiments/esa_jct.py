@@ -129,7 +129,9 @@ class SimConfig:
     jitter_us: float = 300.0
     iterations: int = 2
     host_delay_us: float = 70.0        # end-host turnaround: result in -> window/slot reusable
-    window_mb: float | None = None     # ATP/ESA sender window; None: one BDP (see bdp_mb)
+    window_mb: float | None = None     # ATP/ESA max sender window; None: one BDP (see bdp_mb)
+    initial_window_mb: float = 0.06    # ESA §5.1: ATP's initial window, 60 KB at 100 Gb/s
+    ecn_us: float = 10.0               # PS-link queueing delay that marks a result (ECN)
     reminder_us: float | None = None   # PS reminder delay; None: one base RTT
     seed: int = 0
 
@@ -250,6 +252,7 @@ class _Task:
     at_switch: int = 0              # contributions summed in the current block holding
     at_ps: int = 0                  # contributions the PS has (fallbacks + evicted partials)
     ps_last: float = 0.0            # arrival of the latest piece at the PS
+    marked: bool = False            # a piece met a congested PS link (ECN)
     done: bool = False
 
 
@@ -267,6 +270,10 @@ class _Worker:
     got: dict[int, int] = field(default_factory=dict)        # layer -> results this iteration
     next_layer: int = 1             # next layer to compute this iteration
     computing: bool = False
+    cwnd: float = 1.0               # congestion window in chunks (ATP/ESA)
+    ssthresh: float = math.inf
+    cut_until: int = -1             # no second window cut for results up to this seq
+    last_seq: int = -1              # highest seq sent
 
 
 @dataclass(eq=False)
@@ -321,9 +328,11 @@ class Simulator:
             job = _Job(j, cfg.dnn(j), self.rng.uniform(0, cfg.start_spread_us))
             job.workers = [_Worker(job, w) for w in range(cfg.workers)]
             self.jobs.append(job)
+        init = max(1.0, round(cfg.initial_window_mb * MB / cfg.chunk_payload))
         for job in self.jobs:
             for wk in job.workers:
                 wk.received = bytearray(cfg.iterations * self._iter_chunks(job.dnn))
+                wk.cwnd = init
         # Per-(worker, iteration, partition) jitters, drawn up front so all schemes see the same.
         self.jitter = {(j.j, w.w, it, p): self.rng.uniform(0, cfg.jitter_us)
                        for j in self.jobs for w in j.workers
@@ -409,7 +418,7 @@ class Simulator:
         if self.scheme == "switchml":
             if seq >= self.slots and not wk.received[seq - self.slots]:
                 return                                   # slot still busy: a result re-kicks
-        elif wk.outstanding >= self.window:
+        elif wk.outstanding >= min(self.window, int(wk.cwnd)):
             return                                       # window full: a result re-kicks
         layer = SEND_ORDER[wk.chunk // per_part][0]
         prio = 0
@@ -417,6 +426,7 @@ class Simulator:
             prio = encode_priority(esa_priority(self._remaining_ms(wk), job.dnn.layers, layer,
                                                 job.dnn.comm_comp(cfg.link_gbps)))
         wk.outstanding += 1
+        wk.last_seq = seq
         wk.link_free = self.now + cfg.chunk_us
         self.at(wk.link_free + self.prop, self._arrive, job, seq, layer, prio)
         wk.chunk += 1
@@ -432,9 +442,23 @@ class Simulator:
         for wk in job.workers:
             wk.outstanding -= 1
             wk.received[task.seq] = 1
+            self._congestion(wk, task)
             wk.got[task.layer] = wk.got.get(task.layer, 0) + 1
             self._maybe_compute(wk)
             self._kick(wk)
+
+    def _congestion(self, wk: _Worker, task: _Task) -> None:
+        """ATP's window control, which ESA reuses (§5.1), at chunk granularity: slow start,
+        then additive increase; a marked result halves the window once per window of data."""
+        if self.scheme == "switchml":
+            return
+        if task.marked and task.seq > wk.cut_until:
+            wk.cwnd = max(1.0, wk.cwnd / 2)
+            wk.ssthresh = wk.cwnd
+            wk.cut_until = wk.last_seq
+        elif not task.marked:
+            wk.cwnd += 1.0 if wk.cwnd < wk.ssthresh else 1.0 / wk.cwnd
+            wk.cwnd = min(wk.cwnd, float(self.window))
 
     def _maybe_compute(self, wk: _Worker) -> None:
         """Forward pass (§7.2.1): layer l starts once layer l-1 is computed and all of layer
@@ -508,6 +532,8 @@ class Simulator:
         """One chunk (a raw contribution or a partial aggregate) crosses the link into the PS."""
         job = task.job
         start = max(self.now, job.ps_in_free)
+        if start - self.now > self.cfg.ecn_us:
+            task.marked = True
         job.ps_in_free = start + self.cfg.chunk_us
         arrival = job.ps_in_free + self.prop
         task.at_ps += contributions

@@ -274,8 +274,7 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
     if name == "Checksum":
         if method == "update":
             nargs(1, 2)
-            fields = _field_list(c, args[0].value, ctx)
-            return f"_csum16({fields})", BitT(16)
+            return f"_csum16({_field_bytes(c, args[0].value, ctx)})", BitT(16)
         if method in ("add", "subtract", "verify", "get"):
             raise _err(call, f"Checksum.{method} is not supported by p4sim (only update() in the deparser)")
     if name == "Resubmit":
@@ -338,17 +337,17 @@ def _emit(c: "Compiler", code: str, t: P4Type, out: str, w, node) -> None:
         raise _err(node, f"emit needs a header, header union, stack or struct, got {t}")
 
 
-def _field_list(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
-    """A P4 field list as a Python tuple of (value, width) pairs, MSB first."""
-    parts: list[str] = []
+def _field_parts(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> list[tuple[str, int]]:
+    """A P4 field list as (non-negative value code, width) pairs, MSB first."""
+    parts: list[tuple[str, int]] = []
 
     def add(code: str, t: P4Type, node) -> None:
         if isinstance(t, BitT):
-            parts.append(f"({code} & {t.mask}, {t.width})" if t.signed else f"({code}, {t.width})")
+            parts.append((f"({code} & {t.mask})" if t.signed else code, t.width))
         elif isinstance(t, BoolT):
-            parts.append(f"(int({code}), 1)")
+            parts.append((f"int({code})", 1))
         elif isinstance(t, EnumT) and t.underlying is not None:
-            parts.append(f"({code} & {t.underlying.mask}, {t.underlying.width})")
+            parts.append((f"({code} & {t.underlying.mask})", t.underlying.width))
         elif isinstance(t, StructT):
             for n, ft in t.fields:
                 add(f"{code}.{n}", ft, node)
@@ -364,7 +363,26 @@ def _field_list(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
     else:
         code, t = c.compile_expr(e, ctx)
         add(code, t, e)
-    return "(" + "".join(p + ", " for p in parts) + ")"
+    return parts
+
+
+def _field_list(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
+    """A P4 field list as a Python tuple of (value, width) pairs, MSB first."""
+    return "(" + "".join(f"({v}, {wd}), " for v, wd in _field_parts(c, e, ctx)) + ")"
+
+
+def _field_bytes(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
+    """A P4 field list serialized as bmv2 hashes it: fields back to back, MSB first, the end
+    zero-padded to a byte (hashes.pack_fields), built as one integer expression."""
+    parts = _field_parts(c, e, ctx)
+    total = sum(wd for _, wd in parts)
+    nbytes = (total + 7) // 8
+    shift = nbytes * 8
+    terms = []
+    for v, wd in parts:
+        shift -= wd
+        terms.append(f"({v} << {shift})" if shift else v)
+    return f"({' | '.join(terms) or '0'}).to_bytes({nbytes}, 'big')"
 
 
 # ============================================================================ extern functions
@@ -420,7 +438,7 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
             raise _err(call, "hash result must be bit<N>")
         algo = _algo(c, args[1].value, ctx, call)
         base_code, bt = c.compile_expr(args[2].value, ctx)
-        fields = _field_list(c, args[3].value, ctx)
+        fields = _field_bytes(c, args[3].value, ctx)
         max_code, mt = c.compile_expr(args[4].value, ctx)
         c.assign_to(args[0].value, f"_v1hash({algo!r}, {fields}, {base_code}, {max_code}, {ot.width})", ctx)
         return "", VoidT()
@@ -436,7 +454,7 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
                 "update_checksum_with_payload"):
         need(4)
         cond = c.expr_as(args[0].value, BoolT(), ctx)
-        fields = _field_list(c, args[1].value, ctx)
+        fields = _field_bytes(c, args[1].value, ctx)
         algo = _algo(c, args[3].value, ctx, call)
         ct = c.lvalue_type(args[2].value, ctx)
         if not isinstance(ct, BitT):

@@ -125,16 +125,14 @@ class Switch:
         ns["_ctx"] = PacketContext()
         ns["_now"] = self.now
 
-        def v1hash(algo: str, fields: tuple, base: int, max_value: int, width: int) -> int:
-            if algo == "random":
-                h = rng.getrandbits(32)
-                if max_value:
-                    h %= max_value
-                return (base + h) & ((1 << width) - 1)
-            return hashes.v1model_hash(algo, fields, base, max_value, width)
+        def v1hash(algo: str, data: bytes, base: int, max_value: int, width: int) -> int:
+            # bmv2: base + (hash % max); max 0 is taken as "no modulo"
+            h = rng.getrandbits(32) if algo == "random" else hashes.compute(algo, data)
+            if max_value:
+                h %= max_value
+            return (base + h) & ((1 << width) - 1)
 
-        def checksum(algo: str, fields: tuple, with_payload: bool, width: int) -> int:
-            data = hashes.pack_fields(fields)
+        def checksum(algo: str, data: bytes, with_payload: bool, width: int) -> int:
             if with_payload:
                 data += ns["_ctx"].payload
             return hashes.compute(algo, data) & ((1 << width) - 1)
@@ -167,7 +165,7 @@ class Switch:
 
         ns.update(_v1hash=v1hash, _checksum=checksum, _random=rand, _reg_exec=reg_exec,
                   _reg_write=reg_write, _claim=_claim, _fmt=fmt,
-                  _csum16=lambda fields: hashes.csum16(hashes.pack_fields(fields)))
+                  _csum16=hashes.csum16)
 
     # ------------------------------------------------------------------ data plane
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
