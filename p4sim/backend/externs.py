@@ -502,10 +502,16 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
         raise _err(call, f"{name}(data) is deprecated and not supported; use {name}_preserving_field_list")
     if name == "digest":
         need(2)
-        targs = call.type_args
-        code, t = c.compile_expr(args[1].value, ctx)
-        if isinstance(args[1].value, ast.ListExpr) or not isinstance(t, StructT):
-            raise _err(call, "digest data must be a struct value (p4sim needs its type name for P4Info)")
+        if call.type_args:
+            # digest<T>(receiver, {...}): the list initializes a T
+            t = c.resolve_type(call.type_args[0], ctx.scope)
+            if not isinstance(t, StructT):
+                raise _err(call, f"digest<{t}>: the digest type must be a struct")
+            code = c.expr_as(args[1].value, t, ctx)
+        else:
+            code, t = c.compile_expr(args[1].value, ctx)
+            if isinstance(args[1].value, ast.ListExpr) or not isinstance(t, StructT):
+                raise _err(call, "digest data must be a struct value, or give its type: digest<T>(receiver, {...})")
         _register_digest(c, t, call)
         w.line(f"_ctx.digests.append(({t.name!r}, {code}.copy()))")
         return "", VoidT()
