@@ -14,6 +14,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_p4sim.py
 	$(PY) benchmarks/bench_tables.py
+	$(PY) benchmarks/bench_ina.py
 
 clean:
 	rm -rf .venv build *.egg-info .pytest_cache
