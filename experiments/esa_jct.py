@@ -31,9 +31,12 @@ Model (what one run simulates):
 * Worker: per iteration it sends the tensor partitions in §7.2.1's order (layer 2 part 1,
   layer 1 parts 1-2, layer 2 part 2), back to back at line rate; before each partition it
   waits a jitter ~ U(0, 300 µs) (§7.2.1 "computation speed variance", about one partition's
-  computation). ATP/ESA senders keep at most ``window_mb`` of chunks without a result
-  (default: unlimited, i.e. rate-based at line rate -- what lets early workers run ahead into
-  shared memory); SwitchML is limited by its slots as above.
+  computation). A result is usable ``host_delay_us`` (70 µs) after it reaches the worker, so
+  the send -> result -> next-send loop is ~80 µs and line rate needs ~1 MB in flight per job:
+  the per-job memory ESA §2.2 quotes for 100 Gb/s. ATP/ESA senders keep at most one such
+  window (``window_mb``, default that bandwidth-delay product) of chunks without a result;
+  SwitchML is limited by its slots as above. No congestion control (ATP's, which ESA reuses,
+  is not modelled).
 * Switch: per arriving chunk, the scheme's rule above; a task (one chunk index of one job)
   needs one contribution per worker. If all contributions meet in one aggregator holding, the
   switch finishes it; otherwise the PS does: fallback contributions and evicted partials go to
@@ -130,8 +133,6 @@ class SimConfig:
     iterations: int = 2
     host_delay_us: float = 70.0        # end-host turnaround: result in -> window/slot reusable
     window_mb: float | None = None     # ATP/ESA max sender window; None: one BDP (see bdp_mb)
-    initial_window_mb: float = 0.06    # ESA §5.1: ATP's initial window, 60 KB at 100 Gb/s
-    ecn_us: float = 10.0               # PS-link queueing delay that marks a result (ECN)
     reminder_us: float | None = None   # PS reminder delay; None: one base RTT
     seed: int = 0
 
@@ -252,7 +253,6 @@ class _Task:
     at_switch: int = 0              # contributions summed in the current block holding
     at_ps: int = 0                  # contributions the PS has (fallbacks + evicted partials)
     ps_last: float = 0.0            # arrival of the latest piece at the PS
-    marked: bool = False            # a piece met a congested PS link (ECN)
     done: bool = False
 
 
@@ -270,10 +270,6 @@ class _Worker:
     got: dict[int, int] = field(default_factory=dict)        # layer -> results this iteration
     next_layer: int = 1             # next layer to compute this iteration
     computing: bool = False
-    cwnd: float = 1.0               # congestion window in chunks (ATP/ESA)
-    ssthresh: float = math.inf
-    cut_until: int = -1             # no second window cut for results up to this seq
-    last_seq: int = -1              # highest seq sent
 
 
 @dataclass(eq=False)
@@ -328,18 +324,15 @@ class Simulator:
             job = _Job(j, cfg.dnn(j), self.rng.uniform(0, cfg.start_spread_us))
             job.workers = [_Worker(job, w) for w in range(cfg.workers)]
             self.jobs.append(job)
-        init = max(1.0, round(cfg.initial_window_mb * MB / cfg.chunk_payload))
         for job in self.jobs:
             for wk in job.workers:
                 wk.received = bytearray(cfg.iterations * self._iter_chunks(job.dnn))
-                wk.cwnd = init
         # Per-(worker, iteration, partition) jitters, drawn up front so all schemes see the same.
         self.jitter = {(j.j, w.w, it, p): self.rng.uniform(0, cfg.jitter_us)
                        for j in self.jobs for w in j.workers
                        for it in range(cfg.iterations) for p in range(len(SEND_ORDER))}
         if scheme == "switchml":
             self.slots = max(1, cfg.blocks // cfg.n_jobs)
-            self.slot_holder: dict[tuple[int, int], _Task] = {}
         else:
             self.pool = AggregatorPool(cfg.blocks, scheme, self.coin)
         window = cfg.bdp_mb if cfg.window_mb is None else cfg.window_mb
@@ -418,7 +411,7 @@ class Simulator:
         if self.scheme == "switchml":
             if seq >= self.slots and not wk.received[seq - self.slots]:
                 return                                   # slot still busy: a result re-kicks
-        elif wk.outstanding >= min(self.window, int(wk.cwnd)):
+        elif wk.outstanding >= self.window:
             return                                       # window full: a result re-kicks
         layer = SEND_ORDER[wk.chunk // per_part][0]
         prio = 0
@@ -426,7 +419,6 @@ class Simulator:
             prio = encode_priority(esa_priority(self._remaining_ms(wk), job.dnn.layers, layer,
                                                 job.dnn.comm_comp(cfg.link_gbps)))
         wk.outstanding += 1
-        wk.last_seq = seq
         wk.link_free = self.now + cfg.chunk_us
         self.at(wk.link_free + self.prop, self._arrive, job, seq, layer, prio)
         wk.chunk += 1
@@ -442,23 +434,9 @@ class Simulator:
         for wk in job.workers:
             wk.outstanding -= 1
             wk.received[task.seq] = 1
-            self._congestion(wk, task)
             wk.got[task.layer] = wk.got.get(task.layer, 0) + 1
             self._maybe_compute(wk)
             self._kick(wk)
-
-    def _congestion(self, wk: _Worker, task: _Task) -> None:
-        """ATP's window control, which ESA reuses (§5.1), at chunk granularity: slow start,
-        then additive increase; a marked result halves the window once per window of data."""
-        if self.scheme == "switchml":
-            return
-        if task.marked and task.seq > wk.cut_until:
-            wk.cwnd = max(1.0, wk.cwnd / 2)
-            wk.ssthresh = wk.cwnd
-            wk.cut_until = wk.last_seq
-        elif not task.marked:
-            wk.cwnd += 1.0 if wk.cwnd < wk.ssthresh else 1.0 / wk.cwnd
-            wk.cwnd = min(wk.cwnd, float(self.window))
 
     def _maybe_compute(self, wk: _Worker) -> None:
         """Forward pass (§7.2.1): layer l starts once layer l-1 is computed and all of layer
@@ -521,6 +499,7 @@ class Simulator:
 
     def _finish_at_switch(self, task: _Task) -> None:
         task.done = True
+        del task.job.tasks[task.seq]
         self.stats["switch_done"] += 1
         if self.scheme == "switchml":
             task.at_switch = 0
@@ -532,8 +511,6 @@ class Simulator:
         """One chunk (a raw contribution or a partial aggregate) crosses the link into the PS."""
         job = task.job
         start = max(self.now, job.ps_in_free)
-        if start - self.now > self.cfg.ecn_us:
-            task.marked = True
         job.ps_in_free = start + self.cfg.chunk_us
         arrival = job.ps_in_free + self.prop
         task.at_ps += contributions
@@ -557,6 +534,7 @@ class Simulator:
         if task.done:
             return
         task.done = True
+        del task.job.tasks[task.seq]
         self.stats["ps_done"] += 1
         job = task.job
         start = max(self.now, job.ps_out_free)

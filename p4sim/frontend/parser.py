@@ -777,31 +777,6 @@ class _Builder(Transformer):
     def empty_stmt(self, meta, items):
         return ast.Empty(pos=self._pos(meta))
 
-    # -- lvalues (same node kinds as expressions)
-    @v_args(meta=True)
-    def lv_name(self, meta, items):
-        return ast.Name(str(items[0]), pos=self._pos(meta))
-
-    @v_args(meta=True)
-    def lv_this(self, meta, items):
-        return ast.This(pos=self._pos(meta))
-
-    @v_args(meta=True)
-    def lv_top(self, meta, items):
-        return ast.Name(str(items[0]), True, pos=self._pos(meta))
-
-    @v_args(meta=True)
-    def lv_member(self, meta, items):
-        return ast.Member(items[0], str(items[1]), pos=self._pos(meta))
-
-    @v_args(meta=True)
-    def lv_index(self, meta, items):
-        return ast.Index(items[0], items[1], pos=self._pos(meta))
-
-    @v_args(meta=True)
-    def lv_slice(self, meta, items):
-        return ast.Slice(items[0], items[1], items[2], pos=self._pos(meta))
-
     # -- expressions
     @v_args(meta=True)
     def cond(self, meta, items):
@@ -843,6 +818,8 @@ class _Builder(Transformer):
     @v_args(meta=True)
     def slice(self, meta, items):
         return ast.Slice(items[0], items[1], items[2], pos=self._pos(meta))
+
+    lv_member, lv_index, lv_slice = member, index, slice
 
     @v_args(meta=True)
     def call(self, meta, items):
@@ -909,6 +886,9 @@ class _Builder(Transformer):
     @v_args(meta=True)
     def this_ref(self, meta, items):
         return ast.This(pos=self._pos(meta))
+
+    # lvalues build the same nodes as expressions
+    lv_name, lv_top, lv_this = name_ref, top_name_ref, this_ref
 
     @v_args(meta=True)
     def list_expr(self, meta, items):

@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from . import hashes
-from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
+from .rt import ExitBlock, PacketContext, PacketIn, ParserReject, run_block
 
 if TYPE_CHECKING:
     from .switch import Switch
@@ -100,15 +100,9 @@ class TnaPipeline:
         tm = objs.setdefault("ingress_intrinsic_metadata_for_tm_t", self._new("ingress_intrinsic_metadata_for_tm_t"))
         tm.ucast_egress_port = UNSET_PORT
         ctx.register_pass = set()
-        try:
-            self._run("ingress", objs, None)
-        except ExitBlock:
-            pass
+        run_block(self._run, "ingress", objs, None)
         chunks: list[bytes] = []
-        try:
-            self._run("ingress_deparser", objs, chunks)
-        except ExitBlock:
-            pass
+        run_block(self._run, "ingress_deparser", objs, chunks)
         deparsed = b"".join(chunks) + payload
         dprsr = objs["ingress_intrinsic_metadata_for_deparser_t"]
         for name, value in ctx.digests:
@@ -148,15 +142,9 @@ class TnaPipeline:
         ctx.payload = payload
         # the egress parser extracted eg_intr_md from the prefix; make sure controls see ours
         objs["egress_intrinsic_metadata_t"] = eg_md
-        try:
-            self._run("egress", objs, None)
-        except ExitBlock:
-            pass
+        run_block(self._run, "egress", objs, None)
         chunks: list[bytes] = []
-        try:
-            self._run("egress_deparser", objs, chunks)
-        except ExitBlock:
-            pass
+        run_block(self._run, "egress_deparser", objs, chunks)
         dprsr = objs["egress_intrinsic_metadata_for_deparser_t"]
         if dprsr.drop_ctl & 1:
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
+from .rt import ExitBlock, PacketContext, PacketIn, ParserReject, run_block
 
 if TYPE_CHECKING:
     from .switch import Switch
@@ -45,6 +45,18 @@ class V1ModelPipeline:
             return None
         return {f: _copy(getattr(meta, f)) for f in self.field_lists.get(index, [])}
 
+    @staticmethod
+    def _restore(meta: Any, kept: dict[str, Any] | None) -> None:
+        for k, v in (kept or {}).items():
+            setattr(meta, k, _copy(v))
+
+    def _clone_sm(self, ingress_port: int, length: int, instance_type: int) -> Any:
+        sm = self._new_sm()
+        sm.ingress_port = ingress_port
+        sm.packet_length = length
+        sm.instance_type = instance_type
+        return sm
+
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         out: list[tuple[int, bytes]] = []
         work: deque = deque([("ingress", port, data, NORMAL, None, 0)])
@@ -76,9 +88,7 @@ class V1ModelPipeline:
         sw = self.sw
         ns = self.ns
         hdr, meta, sm = self.hdr_cls(), self.meta_cls(), self._new_sm()
-        if preserved:
-            for k, v in preserved.items():
-                setattr(meta, k, v)
+        self._restore(meta, preserved)
         sm.ingress_port = port
         sm.packet_length = len(data)
         sm.instance_type = itype
@@ -87,26 +97,16 @@ class V1ModelPipeline:
         ns["_ctx"] = ctx
         payload = self._parse(data, hdr, meta, sm)
         ctx.payload = payload
-        try:
-            self.verify(hdr, meta)
-        except ExitBlock:
-            pass
-        try:
-            self.ingress(hdr, meta, sm)
-        except ExitBlock:
-            pass
+        run_block(self.verify, hdr, meta)
+        run_block(self.ingress, hdr, meta, sm)
         # I2E clone: the packet as received, parsed again, to the session's ports
         if ctx.clone_session is not None and ctx.clone_type == INGRESS_CLONE:
             kept = self._preserve(meta, ctx.clone_field_list)
             for eport, rid in sw.pre.clone_replicas(ctx.clone_session):
-                chdr, cmeta, csm = self.hdr_cls(), self.meta_cls(), self._new_sm()
-                csm.ingress_port = port
-                csm.packet_length = len(data)
+                chdr, cmeta = self.hdr_cls(), self.meta_cls()
+                csm = self._clone_sm(port, len(data), INGRESS_CLONE)
                 cpay = self._parse(data, chdr, cmeta, csm)
-                if kept:
-                    for k, v in kept.items():
-                        setattr(cmeta, k, _copy(v))
-                csm.instance_type = INGRESS_CLONE
+                self._restore(cmeta, kept)
                 work.append(("egress", chdr, cmeta, csm, cpay, eport, rid, passes))
         for name, value in ctx.digests:
             sw.emit_digest(name, value)
@@ -139,28 +139,17 @@ class V1ModelPipeline:
         ctx = PacketContext(sm.packet_length, sm)
         ctx.payload = payload
         self.ns["_ctx"] = ctx
-        try:
-            self.egress(hdr, meta, sm)
-        except ExitBlock:
-            pass
+        run_block(self.egress, hdr, meta, sm)
         if ctx.clone_session is not None and ctx.clone_type == EGRESS_CLONE:
             kept = self._preserve(meta, ctx.clone_field_list)
             for cport, crid in sw.pre.clone_replicas(ctx.clone_session):
                 cmeta = self.meta_cls()
-                if kept:
-                    for k, v in kept.items():
-                        setattr(cmeta, k, _copy(v))
-                csm = self._new_sm()
-                csm.ingress_port = sm.ingress_port
-                csm.packet_length = sm.packet_length
-                csm.instance_type = EGRESS_CLONE
+                self._restore(cmeta, kept)
+                csm = self._clone_sm(sm.ingress_port, sm.packet_length, EGRESS_CLONE)
                 work.append(("egress", hdr.copy(), cmeta, csm, payload, cport, crid, passes))
         if sm.egress_spec == DROP_PORT:
             return
-        try:
-            self.compute(hdr, meta)
-        except ExitBlock:
-            pass
+        run_block(self.compute, hdr, meta)
         chunks: list[bytes] = []
         self.deparser(chunks, hdr)
         chunks.append(payload)
