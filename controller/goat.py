@@ -26,13 +26,18 @@ the PS, so ``objective="eq1"`` is the default and ``"eq4"`` is offered for fidel
 
 Modelling notes (all exact, i.e. they do not change the optimum of Eq. 1):
 * ``x_g^alpha`` costs nothing, so it is fixed to 1; the first constraint then always holds.
-* With Eq. 1, a worker never gains from a switch at least as far from it as the PS is
-  (``D_w(s) >= D_w(alpha)``): moving it to the PS keeps feasibility and does not increase the cost,
-  so those ``y`` variables are dropped.
+* With Eq. 1, a worker never gains from a switch farther from it than the PS is
+  (``D_w(s) > D_w(alpha)``): moving it to the PS keeps feasibility and lowers the cost, so those
+  ``y`` variables are dropped.
 * Workers of a job with identical distance vectors (same rack) are interchangeable: they are
   grouped into classes and ``u_{c,g}^s = sum_{w in c} y_{w,g}^s`` (integer in the ILP) replaces
   the individual ``y``; ``u <= |c| x`` is the aggregated Eq. 1 constraint. For the LP any optimal
   ``u`` gives the optimal per-worker ``y = u / |c|``; for the ILP any split of ``u`` is optimal.
+
+Eq. 1 has many optima (a switch exactly as far from a worker as the PS costs that worker the same),
+and which one the LP solver returns decides how much KRGS aggregates in the network. ``relax``
+therefore minimises, over the LP's optimal face, the PS traffic (one aggregate per switch plus
+every worker sent to the PS) as a second objective; the LP bound is unchanged (``tie_break``).
 
 Algorithms: ``solve_gina_ilp`` (exact, PuLP + HiGHS or CBC), ``solve_gina_lp`` (the LP relaxation:
 a lower bound on Eq. 1, an upper bound on Eq. 4), ``krgs`` (Alg. 1, randomized rounding with
@@ -605,7 +610,8 @@ def krgs(topology: Topology, job: Job | Sequence[Job], seed: int = 0, *,
     Memory is *not* guaranteed: Theorem 5 bounds the overload by ``extra["theorem5_memory_factor"]``
     with probability >= 1 - 1/|S|; ``extra["memory_violations"]`` and ``extra["max_load_factor"]``
     report what happened. ``extra["approx_ratio"]`` is the achieved objective over the LP bound
-    (Eq. 1: KRGS / LP >= 1; Eq. 4: LP / KRGS >= 1), ``extra["theorem6_objective_factor"]`` the
+    (Eq. 1: KRGS / LP; Eq. 4: LP / KRGS; >= 1 whenever the plan respects memory, possibly below 1
+    when it overloads a switch), ``extra["theorem6_objective_factor"]`` the
     Theorem 6 factor instantiated as Theorem 5 is (n = |W||S|, nu = 2 LP / largest single term).
 
     ``repair=True`` makes the plan memory-feasible: (1) switches of S(g) that no worker chose are
@@ -711,6 +717,7 @@ def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, A
     Costs are Eq. 1's even when Eq. 4 was optimised: the repair moves traffic, and Eq. 1 measures
     traffic (for on-path candidates the two differ by a constant).
     """
+    t0 = time.perf_counter()
     s_idx = {s: i for i, s in enumerate(inst.switches)}
     key_g = {k: g for g, k in enumerate(inst.sub_keys)}
 
@@ -726,7 +733,7 @@ def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, A
             tot += b * sum(node_cost(j, w, plan.aggregation_node[w][key]) for w in inst.jobs[j].workers)
         return tot
 
-    before = total()
+    before = float(total())
     # (1) drop switches that aggregate nobody's gradient: frees memory, lowers Eq. 1
     pruned = 0
     for g, key in enumerate(inst.sub_keys):
@@ -735,7 +742,7 @@ def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, A
         keep = [s for s in plan.submodel_switches[key] if s in used]
         pruned += len(plan.submodel_switches[key]) - len(keep)
         plan.submodel_switches[key] = keep
-    after_prune = total()
+    after_prune = float(total())
     load = np.zeros(inst.n_s)
     for g, key in enumerate(inst.sub_keys):
         for s in plan.submodel_switches[key]:
@@ -756,8 +763,9 @@ def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, A
             movers = [w for w in inst.jobs[j].workers if plan.aggregation_node[w][key] == sname]
             rest: list[str | None] = [t for t in sws if t != sname] + [None]
             # option A: every mover to its cheapest remaining node of S(g) or the PS
-            dest = {w: min(rest, key=lambda t, w=w: node_cost(j, w, t)) for w in movers}
-            delta = b * sum(node_cost(j, w, dest[w]) - node_cost(j, w, sname) for w in movers)
+            base = {w: min(rest, key=lambda t, w=w: node_cost(j, w, t)) for w in movers}
+            dest = base
+            delta = b * sum(node_cost(j, w, base[w]) - node_cost(j, w, sname) for w in movers)
             delta -= b * inst.d_s_ps[j, s]
             new_sw: str | None = None
             # option B: open g on a switch with room for it, when that serves the movers better
@@ -765,7 +773,7 @@ def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, A
                 tname = inst.switches[t]
                 if tname in sws or load[t] + b > inst.mem_mb[t] + 1e-9 or not math.isfinite(inst.d_s_ps[j, t]):
                     continue
-                dest_b = {w: min([dest[w], tname], key=lambda v, w=w: node_cost(j, w, v)) for w in movers}
+                dest_b = {w: min([base[w], tname], key=lambda v, w=w: node_cost(j, w, v)) for w in movers}
                 if tname not in dest_b.values():
                     continue
                 d_b = b * sum(node_cost(j, w, dest_b[w]) - node_cost(j, w, sname) for w in movers)
@@ -788,10 +796,10 @@ def _repair(inst: GinaInstance, plan: Plan, objective: Objective) -> dict[str, A
         for w, t in dest.items():
             plan.aggregation_node[w][key] = t
             moved += 1
-    after = total()
+    after = float(total())
     return {"pruned_unused": pruned, "removed": removed, "opened": opened, "moved_workers": moved,
             "objective_before": before, "objective_after_prune": after_prune, "objective_after": after,
-            "objective_increase": after - after_prune}
+            "objective_increase": after - after_prune, "seconds": time.perf_counter() - t0}
 
 
 # ============================================================================ GOAT-Async (Alg. 2)
@@ -864,6 +872,7 @@ def goat_async(topology: Topology, job: Job, history: Mapping[str, float] | Sequ
     per-(switch, sub-model) counts a switch waits for, the PS's counts, and Alg. 2's table.
     ``plan`` reuses an existing GOAT plan instead of running KRGS.
     """
+    t0 = time.perf_counter()
     if isinstance(history, Mapping):
         missing = [w for w in job.workers if w not in history]
         if missing:
@@ -877,6 +886,7 @@ def goat_async(topology: Topology, job: Job, history: Mapping[str, float] | Sequ
     base = plan if plan is not None else krgs(topology, job, seed, **krgs_options)
     out = Plan.from_dict(base.to_dict())
     out.scheme = "goat-async"
+    out.solve_seconds = time.perf_counter() - t0         # Alg. 2, plus KRGS when run here
     order = sorted(range(len(job.workers)), key=lambda i: (hist[i], i))
     part = [job.workers[i] for i in order[:k]]
     per_sub: dict[str, dict[str, int]] = {}

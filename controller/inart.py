@@ -33,10 +33,12 @@ Variants (``solve_inart(..., variant=...)``):
                 no routes, so with equal PS capacities it is often degenerate). Phase 2 is
                 R-InArt at that fixed split.
 ``"r-inart"``   (default, scheme ``"inart"``) both phases at once: the split is taken from
-                the LP relaxation of the whole of Eq. (1) (links included), then R-InArt
-                rounds; since ``x_s`` is a free variable here, the split is re-optimised for
-                the rounded routes (a |S|-variable LP). This is what reproduces Fig. 1(c)'s
-                60/40 split and rate 2.5.
+                the LP relaxation of the whole of Eq. (1) (links included; ties broken
+                towards the capacity-proportional split, as above), then R-InArt rounds;
+                since ``x_s`` is a free variable here, the split is re-optimised for the
+                rounded routes (a |S|-variable LP). On Fig. 1 every variant reaches 8/3 with
+                a 50/50 split, above the paper's 2.5 at 60/40; exhaustive search over all
+                placements shows 8/3 is the integral optimum of that wiring.
 ``"equal-split"`` (scheme ``"inart-equal"``) ``x_s = 1/|S|`` then R-InArt: the paper's first
                 benchmark (§5.1.2, "R-InArt" in Figs. 2-5).
 
@@ -46,7 +48,9 @@ with probabilities ``q~`` (conditional on the location), and one switch→PS pat
 ``(v, s)`` (``z^s_v = 1``). The rounded plan's rate is ``min`` over resources of
 residual capacity / load (so it is always feasible; the paper instead states a bi-criteria
 violation bound). Rounding is repeated ``rounds`` times with a seeded generator and the best
-plan is kept (why: one draw has high variance on small instances).
+plan is kept (why: one draw has high variance). One alteration follows each draw: a switch
+left aggregating a single worker's flow for a PS saves nothing, so that flow is marked as
+aggregated at the PS (same route, less switch load).
 
 Feasible route sets ``P`` (§3.1 leaves them open): all shortest paths between the two ends
 (hosts never transit), at most ``k_paths`` per pair; a switch ``v`` is a candidate
@@ -82,6 +86,7 @@ Path = tuple[str, ...]
 Arc = tuple[str, str]
 INF = math.inf
 _EPS = 1e-9
+_TIE = 1e-5          # weight of the split tie-break in the relaxations' objective
 
 
 # ----------------------------------------------------------------------------- LP helper
@@ -118,6 +123,10 @@ class _LP:
         """Maximise; returns (status, objective, column values, row duals)."""
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        # Interior point with crossover: a vertex like simplex, about twice as fast on the
+        # fat-tree relaxations (which are highly degenerate for simplex).
+        h.setOptionValue("solver", "ipm")
+        h.setOptionValue("threads", 1)
         inf = highspy.kHighsInf
         fix = lambda a: np.array([inf if v == INF else (-inf if v == -INF else v) for v in a])
         n = len(self.lo)
@@ -266,7 +275,8 @@ def _build_instance(topo: Topology, job: Job, aggregation: Aggregation, k_paths:
 class _Relaxation:
     """Solution of Eq. (5) (``links=True``) or Eq. (2) (``links=False``) in rate form."""
     status: str
-    f: float
+    f: float                                              # f of the solution returned
+    bound: float                                          # upper bound on the optimum of f
     r: dict[str, float]                                   # r_s = f·x_s
     direct: dict[tuple[str, str], list[float]]            # (s, w) -> rate per direct path
     up: dict[tuple[str, str, str], list[float]]           # (s, v, w) -> rate per w→v path
@@ -277,8 +287,8 @@ class _Relaxation:
 def _relax(inst: _Instance, split: Mapping[str, float] | None, links: bool,
            prefer: Mapping[str, float] | None = None) -> _Relaxation:
     """Max ``f`` over the relaxation. ``split`` fixes ``x``; ``links=False`` drops link rows and
-    routes (Eq. (2)). ``prefer``: after maximising ``f``, pick among optimal splits the one
-    closest (L1) to these fractions (why: Eq. (2) is often degenerate in ``x``)."""
+    routes (Eq. (2)). ``prefer``: among optimal splits, take the one closest (L1) to these
+    fractions (why: Eq. (2) is often degenerate in ``x``)."""
     lp = _LP()
     f = lp.var(cost=1.0)
     r = {s: lp.var() for s in inst.ps}
@@ -330,23 +340,21 @@ def _relax(inst: _Instance, split: Mapping[str, float] | None, links: bool,
     if links:
         for a, cs in on_arc.items():
             cap_rows[f"link:{a[0]}->{a[1]}"] = lp.row([(c, 1.0) for c in cs], hi=inst.arc_cap[a])
+    if prefer is not None:
+        # Tie-break among (near-)optimal splits: a tiny penalty on Σ_s |r_s - prefer_s·f|, so
+        # one solve suffices. Σ_s |.| <= 2f, so it costs at most a factor (1 - 2·_TIE) of f.
+        for s in inst.ps:
+            d = lp.var(cost=-_TIE)
+            lp.row([(d, 1.0), (r[s], -1.0), (f, prefer[s])], lo=0.0)
+            lp.row([(d, 1.0), (r[s], 1.0), (f, -prefer[s])], lo=0.0)
     status, obj, x, duals = lp.solve()
     if status != "optimal":
         raise ModelError(f"InArt relaxation is {status}")
-    if prefer is not None and obj > _EPS:
-        # Second stage: keep f at its optimum, minimise Σ_s |r_s - prefer_s·f*|.
-        lp.cost[f] = 0.0
-        lp.lo[f] = obj * (1 - 1e-7)
-        for s in inst.ps:
-            d = lp.var(cost=-1.0)
-            lp.row([(d, 1.0), (r[s], -1.0)], lo=-prefer[s] * obj)
-            lp.row([(d, 1.0), (r[s], 1.0)], lo=prefer[s] * obj)
-        status2, _, x2, _ = lp.solve()
-        if status2 == "optimal":
-            x = x2
     get = lambda cs: [max(0.0, float(x[c])) for c in cs]
+    fv = float(x[f])
     return _Relaxation(
-        status, float(x[f]), {s: max(0.0, float(x[r[s]])) for s in inst.ps},
+        status, fv, fv / (1 - 2 * _TIE) if prefer is not None else fv,
+        {s: max(0.0, float(x[r[s]])) for s in inst.ps},
         {k: get(v) for k, v in cols_d.items()}, {k: get(v) for k, v in cols_u.items()},
         {k: get(v) for k, v in cols_z.items()},
         {name: float(duals[i]) if i < len(duals) else 0.0 for name, i in cap_rows.items()})
@@ -485,7 +493,7 @@ def _even(inst: _Instance) -> dict[str, float]:
 def _l_inart(inst: _Instance, topology: Topology, job: Job) -> tuple[dict[str, float], float, dict[str, float]]:
     rel = _relax(inst, None, links=False, prefer=proportional_split(topology, job))
     split = {s: rel.r[s] / rel.f for s in inst.ps} if rel.f > _EPS else _even(inst)
-    return split, rel.f, rel.duals
+    return split, rel.bound, rel.duals
 
 
 def l_inart_split(topology: Topology, job: Job, *, aggregation: Aggregation = "any",
@@ -529,8 +537,10 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
     extra: dict[str, Any] = {"variant": variant, "aggregation": aggregation, "rounds": rounds,
                              "k_paths": k_paths, "max_detour": max_detour, "seed": seed}
     if variant == "r-inart" or any_split_bound:
-        joint = _relax(inst, None, links=True)
-        extra["bound_any_split"] = joint.f
+        # x is free here; among equally good splits prefer the capacity-proportional one, as
+        # L-InArt does (why: the relaxation is degenerate in x, e.g. on Fig. 1 with 2 workers)
+        joint = _relax(inst, None, links=True, prefer=proportional_split(topology, job))
+        extra["bound_any_split"] = joint.bound
     if variant == "r-inart":
         rel = joint
         split = {s: rel.r[s] / rel.f for s in inst.ps} if rel.f > _EPS else _even(inst)
@@ -580,7 +590,7 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
     return Plan(scheme=scheme or SCHEME_OF_VARIANT[variant], jobs=[job.name],
                 aggregation_node=agg_node, paths=paths,
                 rates={tasks[s]: f * sp[s] for s in inst.ps}, split=dict(sp), objective=f,
-                bound=rel.f, status="heuristic", solve_seconds=time.perf_counter() - t0,
+                bound=rel.bound, status="heuristic", solve_seconds=time.perf_counter() - t0,
                 extra=extra)
 
 

@@ -27,10 +27,11 @@ Model (what is simulated, what is not):
   are shared mod N with FCFS). The plan is KRGS (``controller.goat.krgs``, repaired to fit).
 * Geryon: no in-network aggregation.
 
-Metrics (§VII-A): PS aggregation overhead = bytes arriving at the PS; in-network aggregation
+Metrics (§VII-A): PS aggregation overhead = bytes arriving at the PS (``ps_agg`` keeps only the
+fragments the PS still has to add up, i.e. receives more than once); in-network aggregation
 amount = workers x model size - PS overhead; communication overhead = bytes x links traversed
 (all links; ``comm_fabric`` leaves out the worker access links, which is how the motivating
-example counts 17 vs 13).
+example counts 17 vs 13). The partial-release timeout is one mean fragment interval.
 
 Run ``python -m experiments.goat_fragments [--quick]``: CSV, Markdown and PNG under results/goat/.
 """

@@ -788,11 +788,14 @@ class Compiler:
             default_call = self._table_action_call(dp.value, actions, scope, d, "default_action")
             default_const = dp.is_const
         else:
-            if "NoAction" not in self.info.actions:
-                b = self.globals.lookup("NoAction")
-                if b is None or b.kind != "action":
-                    raise _err(d, f"table {d.name} has no default_action and NoAction is not declared")
+            b = self.globals.lookup("NoAction")
+            if b is None or b.kind != "action":
+                raise _err(d, f"table {d.name} has no default_action and NoAction is not declared")
+            if all(rec.fq_name != "NoAction" for rec in actions):
+                # As p4c: the implicit default NoAction joins the list as @defaultonly.
                 self._register_action(b.decl)
+                actions.append(b.decl)
+                refs.append(model.ActionRef("NoAction", default_only=True))
             default_call = model.ActionCall("NoAction", {})
             default_const = False
         size = 1024
@@ -1100,7 +1103,7 @@ class Compiler:
                     raise _err(target, f"index {idx} out of range for {bt}")
                 w.line(f"{base}.items[{idx}] = {code}")
             else:
-                i = self.expr_as(target.index, BitT(32), ctx)
+                i = self._stack_index(target.index, ctx)
                 w.line(f"stack_get({base}, {i})")
                 w.line(f"{base}.items[{i}] = {code}")
             return
@@ -1120,6 +1123,13 @@ class Compiler:
             self.assign_to(target.expr, new, ctx)
             return
         raise _err(target, "expression cannot be assigned to")
+
+    def _stack_index(self, e: ast.Expr, ctx: BodyCtx) -> str:
+        """A run-time stack index: any unsigned bit<N> expression (or an int constant)."""
+        code, t = self.compile_expr(e, ctx, expected=BitT(32))
+        if isinstance(t, BitT) and not t.signed:
+            return code
+        return self.coerce(code, t, BitT(32), e)
 
     def _check_writable(self, e: ast.Expr, ctx: BodyCtx) -> None:
         while isinstance(e, (ast.Member, ast.Index, ast.Slice)):
@@ -1581,8 +1591,7 @@ class Compiler:
                 if not isinstance(idx, int) or not 0 <= idx < bt.size:
                     raise _err(e, f"index {idx} out of range for {bt}")
                 return f"{base}.items[{idx}]", bt.element
-            i = self.expr_as(e.index, BitT(32), ctx) if True else ""
-            return f"stack_get({base}, {i})", bt.element
+            return f"stack_get({base}, {self._stack_index(e.index, ctx)})", bt.element
         if isinstance(e, ast.Slice):
             base, bt = self.compile_expr(e.expr, ctx)
             if not isinstance(bt, BitT):

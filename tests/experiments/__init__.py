@@ -1,0 +1,1 @@
+"""Experiment drivers: ESA JCT simulation and InArt sending rates."""
