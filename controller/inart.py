@@ -75,7 +75,7 @@ import highspy
 import numpy as np
 
 from controller.model import Job, ModelError, Plan, Topology, task_key
-from controller.schemes import register
+from controller.schemes import SchemeFn, register
 
 Variant = Literal["r-inart", "l-inart", "equal-split"]
 Aggregation = Literal["any", "tor", "none"]
@@ -595,7 +595,7 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
 
 
 # ----------------------------------------------------------------------------- registry
-def _scheme(variant: Variant):
+def _scheme(variant: Variant) -> SchemeFn:
     def run(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
         """InArt plans one job (§3.1: other jobs are background traffic)."""
         if len(jobs) != 1:

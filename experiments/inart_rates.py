@@ -36,7 +36,7 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from controller.check import evaluate_plan
 from controller.inart import solve_inart

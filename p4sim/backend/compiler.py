@@ -225,6 +225,9 @@ class Compiler:
             return
         if d.name in g.names and not isinstance(d, (ast.ExternFunction, ast.ExternObject)):
             prev = g.names[d.name]
+            if (isinstance(d, ast.TypedefDecl) and isinstance(prev.decl, ast.TypedefDecl)
+                    and same_type(self.resolve_type(d.type_ref, g), prev.type)):
+                return  # as p4c: e.g. `typedef bit<9> PortId_t;` again after v1model.p4
             if prev.kind not in ("extern_function",):
                 raise _err(d, f"'{d.name}' is already declared")
         if isinstance(d, ast.StructLikeDecl):
