@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup test bench clean
+.PHONY: setup test bench reproduce clean
 
 setup:
 	@bash scripts/setup.sh
@@ -15,6 +15,12 @@ bench: setup
 	$(PY) benchmarks/bench_p4sim.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_ina.py
+
+# Paper reproductions (docs/results.md): CSV, Markdown and PNG under results/.
+reproduce: setup
+	$(PY) -m experiments.goat_fragments
+	$(PY) -m experiments.inart_rates
+	$(PY) -m experiments.esa_jct
 
 clean:
 	rm -rf .venv build *.egg-info .pytest_cache
