@@ -69,7 +69,7 @@ from controller.aro_graph import (Edge, PhysLink, Task, TaskGraph, app_select, b
                                   build_task_graph, capacities, down_hosts, drop_switches,
                                   jobs_of, make_tasks, objective_value, pipe_map, route_loads,
                                   sro_stage1_drop, tiers)
-from controller.model import Job, ModelError, Plan, Topology
+from controller.model import Job, Plan, Topology
 
 INF = highspy.kHighsInf
 
@@ -167,7 +167,7 @@ class _Milp:
     def _solve_cbc(self, maximize: bool, time_limit: float | None, gap: float, t0: float) -> _MilpResult:
         import pulp
         prob = pulp.LpProblem("aro", pulp.LpMaximize if maximize else pulp.LpMinimize)
-        xs = [pulp.LpVariable(f"c{k}", lowBound=None if self.lb[k] <= -INF else self.lb[k],
+        xs = [prob.add_variable(f"c{k}", lowBound=None if self.lb[k] <= -INF else self.lb[k],
                               upBound=None if self.ub[k] >= INF else self.ub[k],
                               cat="Integer" if self.integer[k] else "Continuous")
               for k in range(len(self.lb))]
@@ -509,7 +509,8 @@ def solve_aro(topology: Topology, jobs: list[Job], *, accelerated: bool = False,
     (``N = 100``). ``quantize`` / ``sro`` / ``app_alpha`` set the three accelerations one by one
     (the other rows of Table II). ``pipelines`` overrides every aggregator's pipe count (ports
     map to pipes in contiguous blocks). ``work_conserving`` solves the μ term of Eq. (3) exactly
-    (BX stage; default on); off, MJMT rates are LP-optimal for the max-min routing.
+    (BX stage; default on for the exact model, off for ARO-ACC, whose MJMT rates are then the
+    LP optimum for its max-min routing). ``solver`` is "highs" (default) or "cbc" (via PuLP).
     ``time_limit`` (s) bounds each MILP stage; a stage stopped by it leaves status "feasible".
     """
     t0 = time.perf_counter()
@@ -518,7 +519,9 @@ def solve_aro(topology: Topology, jobs: list[Job], *, accelerated: bool = False,
         sro = True if sro is None else sro
         app_alpha = 0.6 if app_alpha is None else app_alpha
     sro = bool(sro)
-    wc = True if work_conserving is None else work_conserving
+    # the exact scheme also solves Eq. (3)'s μ term exactly (BX); ARO-ACC LP-polishes the rates of
+    # its max-min routing instead (the μ term is ≤ μ·Σβr, 0.1 % of the objective by default)
+    wc = (not accelerated) if work_conserving is None else work_conserving
     tasks, tier, pipe, npipes, aggs, graphs = _setup(topology, jobs, pipelines, beta, aggregators)
     caps = capacities(topology)
     bbar = max(caps[ln] for g in graphs.values() for ln in g.link.values() if ln is not None)  # Eq. (11)
@@ -528,7 +531,9 @@ def solve_aro(topology: Topology, jobs: list[Job], *, accelerated: bool = False,
                                        for t in tasks},
                              "variant": _variant_name(sro, app_alpha, quantize),
                              "quantize_N": quantize, "app_alpha": app_alpha, "sro": sro,
-                             "pipelines": pipelines}
+                             "pipelines": pipelines, "mu": mu, "ina": "pipes"}
+    if beta is not None:
+        extra["beta"] = dict(beta)
     dh = down_hosts(topology, tier)
     if app_alpha is not None:
         drop = app_select(list(graphs.values()), npipes, dh, app_alpha)
@@ -674,17 +679,22 @@ def _enumerate_task(g: TaskGraph, pipe: Mapping[PhysLink, int], aggs: set[str]):
 
 
 # ----------------------------------------------------------------------------- scheme registration
+from controller.schemes import register  # noqa: E402  (registry imports this module lazily)
+
+
 def _options_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("pipelines", "seed", "quantize", "sro", "app_alpha", "mu", "beta", "time_limit", "gap",
             "work_conserving", "solver")
     return {k: options[k] for k in keys if k in options}
 
 
+@register("aro")
 def aro_scheme(topology: Topology, jobs: list[Job], options: dict) -> Plan:
     """Scheme "aro": the exact model (ARO-RAW of Table II)."""
     return solve_aro(topology, jobs, accelerated=False, **_options_kwargs(options))
 
 
+@register("aro-acc")
 def aro_acc_scheme(topology: Topology, jobs: list[Job], options: dict) -> Plan:
     """Scheme "aro-acc": SRO + APP + QSR (ARO-ACC of Table II)."""
     return solve_aro(topology, jobs, accelerated=True, **_options_kwargs(options))

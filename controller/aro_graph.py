@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import highspy
 import numpy as np
 
-from controller.model import Job, ModelError, Topology
+from controller.model import Job, ModelError, Topology, task_key
 
 Edge = tuple[str, str]            # (source node id, target node id) in a task graph
 PhysLink = tuple[str, str]        # directed physical link (u, v)
@@ -58,7 +58,7 @@ def make_tasks(jobs: list[Job], beta: Mapping[str, float] | None = None) -> list
         if not j.ps:
             raise ModelError(f"job {j.name}: no parameter server")
         for ps in j.ps:
-            name = j.name if len(j.ps) == 1 else f"{j.name}/{ps}"
+            name = task_key(j, ps)
             workers = tuple(w for w in j.workers if w != ps)   # a PS's own gradient needs no route
             b = 1.0 if beta is None else float(beta.get(j.name, 1.0))
             tasks.append(Task(name, j.name, ps, workers, b))
@@ -111,33 +111,6 @@ def pipe_map(topology: Topology, pipelines: int | None = None) -> tuple[dict[Phy
         for rank, k in enumerate(order):
             pipe[(s, links[k].other(s))] = rank * p // max(1, len(links))
     return pipe, count
-
-
-def apply_pipelines(topology: Topology, pipelines: int) -> Topology:
-    """A copy of ``topology`` whose programmable switches have ``pipelines`` pipes (block mapping).
-
-    Used by experiments so that every scheme (ARO and baselines) sees the same pipe layout.
-    """
-    pipe, _ = pipe_map(topology, pipelines)
-    nodes = {}
-    for n, v in topology.nodes.items():
-        if v.kind == "switch" and v.programmable:
-            pp = {l.port_of(n) if l.port_of(n) else k + 1: pipe[(n, l.other(n))]
-                  for k, l in enumerate(topology.links_of(n))}
-            v = replace(v, pipelines=pipelines, port_pipe=pp)
-        nodes[n] = v
-    links = [replace(l) for l in topology.links]
-    # give unnumbered links the port numbers used above so port_pipe resolves
-    for n in nodes:
-        if nodes[n].kind == "switch" and nodes[n].programmable:
-            for k, l in enumerate(topology.links_of(n)):
-                if not l.port_of(n):
-                    idx = topology.links.index(l)
-                    if links[idx].a == n:
-                        links[idx].a_port = k + 1
-                    else:
-                        links[idx].b_port = k + 1
-    return Topology(topology.name, nodes, links, dict(topology.meta, pipelines=pipelines))
 
 
 def capacities(topology: Topology) -> dict[PhysLink, float]:
@@ -365,6 +338,12 @@ def inp_scores(g: TaskGraph) -> dict[str, int]:
     return {n: sum(mf[u] for u in g.pred[n]) for n in g.inps()}
 
 
+def score_variance(scores: Iterable[float]) -> float:
+    """Σ (s − mean)² over an aggregator's INP scores; Fig. 6: [5, 1] → 8, [2, 4] → 2."""
+    a = np.asarray(list(scores), dtype=float)
+    return float(np.sum((a - a.mean()) ** 2)) if a.size else 0.0
+
+
 def aggregator_variance(g: TaskGraph, pipes: Mapping[str, int]) -> dict[str, float]:
     """Per aggregator switch: sum of squared deviations of its P INP scores (Fig. 6's "variance").
 
@@ -376,8 +355,7 @@ def aggregator_variance(g: TaskGraph, pipes: Mapping[str, int]) -> dict[str, flo
         per.setdefault(g.phys[n], []).append(float(s))
     out = {}
     for sw, vals in per.items():
-        vals = vals + [0.0] * max(0, pipes[sw] - len(vals))
-        out[sw] = float(np.sum((np.asarray(vals) - np.mean(vals)) ** 2))
+        out[sw] = score_variance(vals + [0.0] * max(0, pipes[sw] - len(vals)))
     return out
 
 

@@ -16,7 +16,7 @@ commands:
 def _compile_main(argv: list[str]) -> int:
     import argparse
 
-    from . import CompileError, load_program
+    from . import CompileError, Switch, load_program
     ap = argparse.ArgumentParser(prog="python -m p4sim compile")
     ap.add_argument("program")
     ap.add_argument("--arch", default="v1model", choices=["v1model", "tna"])
@@ -25,6 +25,7 @@ def _compile_main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     try:
         prog = load_program(args.program, args.arch, args.include_dirs)
+        Switch(prog)  # the run-time objects (tables, default actions...) are checked too
     except CompileError as e:
         print(e, file=sys.stderr)
         return 2

@@ -78,18 +78,23 @@ def elaborate(c: "Compiler", main: ast.Instantiation) -> None:
 
 
 def _collect_field_lists(c: "Compiler") -> None:
-    """@field_list(N, ...) on user metadata fields: what resubmit/recirculate/clone preserve."""
+    """@field_list(N, ...) on user metadata fields, nested structs included (as p4c): what
+    resubmit/recirculate/clone preserve. Fields are recorded as dotted paths from the metadata."""
     params = c.blocks["ingress"].params
     if len(params) < 2:
         return
     meta_t = params[1][2]
-    if not isinstance(meta_t, StructT):
-        return
-    decl_b = c.globals.lookup(meta_t.name)
+    if isinstance(meta_t, StructT):
+        _collect_struct_field_lists(c, meta_t, "")
+
+
+def _collect_struct_field_lists(c: "Compiler", t: StructT, prefix: str) -> None:
+    decl_b = c.globals.lookup(t.name)
     decl = decl_b.decl if decl_b else None
     if not isinstance(decl, ast.StructLikeDecl):
         return
-    for f in decl.fields:
+    for f, (_, ft) in zip(decl.fields, t.fields):
+        path = prefix + f.name
         for a in f.annotations:
             if a.name == "field_list":
                 for part in a.body.split(","):
@@ -103,7 +108,9 @@ def _collect_field_lists(c: "Compiler") -> None:
                         if not ok:
                             raise _err(a, f"@field_list index '{part}' is not a constant")
                         idx = v
-                    c.field_lists.setdefault(idx, []).append(f.name)
+                    c.field_lists.setdefault(idx, []).append(path)
+        if isinstance(ft, StructT) and ft.kind == "struct":
+            _collect_struct_field_lists(c, ft, path + ".")
 
 
 def _collect_controller_headers(c: "Compiler") -> None:

@@ -9,7 +9,7 @@ Python function whose P4 locals are Python locals. Anything we cannot execute fa
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
 from ..errors import CompileError
@@ -79,6 +79,8 @@ class TableRecord:
     key_types: list[P4Type]
     direct_counter_py: str | None = None
     direct_meter_py: str | None = None
+    # per action: the arguments its directional parameters are bound to in `actions = {...}`
+    bound_args: list[list[ast.Argument]] = field(default_factory=list)
 
 
 @dataclass
@@ -359,6 +361,17 @@ class Compiler:
                     for line in self._unpack_lines(t, "self", "v"):
                         w.line(line)
                     w.line("self._v = True")
+            # P4 `==` (spec 8.x; bmv2 Header/Stack compare): two invalid headers are equal,
+            # valid headers and structs compare field by field.
+            w.line("def p4_eq(self, o):")
+            with w.indent():
+                eqs = [f"self.{n}.p4_eq(o.{n})" if isinstance(ft, (StructT, StackT)) else f"self.{n} == o.{n}"
+                       for n, ft in t.fields]
+                fields_eq = " and ".join(eqs) or "True"
+                if t.is_header:
+                    w.line(f"return self._v == o._v and (not self._v or ({fields_eq}))")
+                else:
+                    w.line(f"return {fields_eq}")
             if t.kind == "header_union":
                 w.line("def isValid(self):")
                 with w.indent():
@@ -772,13 +785,17 @@ class Compiler:
             raise _err(d, f"table {d.name} has no actions property")
         actions: list[ActionRecord] = []
         refs: list[model.ActionRef] = []
+        bound_args: list[list[ast.Argument]] = []
         for ar in ap.value:
             b = scope.lookup(ar.name)
             if b is None or b.kind != "action":
                 raise _err(ar, f"unknown action '{ar.name}' in table {d.name}")
-            if ar.args:
-                raise _err(ar, "action arguments in a table's action list are not supported")
             rec: ActionRecord = b.decl
+            n_dir = sum(1 for p in rec.decl.params if p.direction)
+            if len(ar.args or []) != n_dir:
+                raise _err(ar, f"action {ar.name} in table {d.name}: the actions list must bind its "
+                               f"{n_dir} directional parameter(s), it gives {len(ar.args or [])} argument(s)")
+            bound_args.append(list(ar.args or []))
             self._register_action(rec)
             actions.append(rec)
             refs.append(model.ActionRef(rec.fq_name,
@@ -798,6 +815,7 @@ class Compiler:
                 # As p4c: the implicit default NoAction joins the list as @defaultonly.
                 self._register_action(b.decl)
                 actions.append(b.decl)
+                bound_args.append([])
                 refs.append(model.ActionRef("NoAction", default_only=True))
             default_call = model.ActionCall("NoAction", {})
             default_const = False
@@ -815,7 +833,7 @@ class Compiler:
             for en in ep.value:
                 info.const_entries.append(self._const_entry(en, info, actions, key_types, scope, d))
         rec_py = self.add_object("T_" + fq, "table", name=fq)
-        trec = TableRecord(d, info, rec_py, actions, key_exprs, key_types)
+        trec = TableRecord(d, info, rec_py, actions, key_exprs, key_types, bound_args=bound_args)
         for pname in ("counters", "meters"):
             p = d.prop(pname)
             if p is None:
@@ -855,6 +873,8 @@ class Compiler:
         if rec is None:
             raise _err(e, f"{what} '{name}' is not in the actions of table {table.name}")
         params = [p for p in rec.decl.params if not p.direction]
+        if len(args) == len(rec.decl.params) > len(params):
+            args = args[len(rec.decl.params) - len(params):]  # directional ones: bound in the actions list
         if len(args) != len(params):
             raise _err(e, f"action {name} takes {len(params)} arguments, {what} gives {len(args)}")
         values = {}
@@ -1068,6 +1088,10 @@ class Compiler:
         tt = self.lvalue_type(target, ctx)
         if isinstance(value, ast.DontCare):
             return
+        if contains_call(value):
+            # P4 evaluates the left-hand side first: a call on the right (hoisted before the
+            # assignment) must not see its effects on a stack index of the left.
+            target = self._freeze_indexes(target, ctx)
         code = self.expr_as(value, tt, ctx)
         self.assign_to(target, self.copy_if_compound(code, tt), ctx)
 
@@ -1127,6 +1151,20 @@ class Compiler:
             return
         raise _err(target, "expression cannot be assigned to")
 
+    def _freeze_indexes(self, target: ast.Expr, ctx: BodyCtx) -> ast.Expr:
+        """``target`` with each run-time stack index replaced by a local holding its value now."""
+        if isinstance(target, ast.Index):
+            base = self._freeze_indexes(target.expr, ctx)
+            if self.try_const(target.index, ctx.scope)[0]:
+                return replace(target, expr=base)
+            tmp = self.fresh("ix")
+            ctx.w.line(f"{tmp} = {self._stack_index(target.index, ctx)}")
+            ctx.scope.define(f"${tmp}", Binding("value", BitT(32), py=tmp))
+            return replace(target, expr=base, index=ast.Name(f"${tmp}", pos=target.index.pos))
+        if isinstance(target, (ast.Member, ast.Slice)):
+            return replace(target, expr=self._freeze_indexes(target.expr, ctx))
+        return target
+
     def _stack_index(self, e: ast.Expr, ctx: BodyCtx) -> str:
         """A run-time stack index: any unsigned bit<N> expression (or an int constant)."""
         code, t = self.compile_expr(e, ctx, expected=BitT(32))
@@ -1173,6 +1211,15 @@ class Compiler:
                 return externs.compile_method_call(self, bb, m, call, ctx, statement)
             # header / stack / union methods
             code, t = self.compile_expr(base, ctx, lvalue=m in ("setValid", "setInvalid", "push_front", "pop_front"))
+            if m in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes") \
+                    and isinstance(t, (StructT, StackT)):
+                if call.args:
+                    raise _err(call, f"{m}() takes no arguments")
+                try:
+                    bits = bit_width(t)  # no varbit: min and max sizes are the same
+                except TypeError:
+                    raise _err(call, f"{m}(): {t} has no fixed size") from None
+                return str(bits if m.endswith("Bits") else (bits + 7) // 8), InfIntT()
             if isinstance(t, StructT) and t.is_header:
                 if call.args:
                     raise _err(call, f"{m}() takes no arguments")
@@ -1265,8 +1312,9 @@ class Compiler:
     # ---------------------------------------------------------------- actions
     def inline_action(self, rec: ActionRecord, args: list[ast.Argument], ctx: BodyCtx, call: Any,
                       from_table: bool, arg_codes: list[str] | None = None) -> None:
-        """Inline an action body. Directional params come from ``args``; directionless ones from
-        ``args`` too for direct calls, or from ``arg_codes`` (control-plane data) for tables."""
+        """Inline an action body. Directional params come from ``args`` (for a table: the
+        arguments bound in its actions list); directionless ones from ``args`` too for direct
+        calls, or from ``arg_codes`` (control-plane data) for tables."""
         d = rec.decl
         w = ctx.w
         ascope = Scope(rec.scope)
@@ -1279,10 +1327,9 @@ class Compiler:
                 pyn = self.unique_local(p.name)
                 w.line(f"{pyn} = {self._from_cp_code(code, t)}")
                 ascope.define(p.name, Binding("value", t, py=pyn, writable=True, decl=p))
-            if any(p.direction for p in d.params):
-                raise _err(d, f"action {d.name} has directional parameters and cannot be used in a table")
-        else:
-            bound = self.bind_args(d.params, args, call, f"action {d.name}")
+        dir_params = [p for p in d.params if p.direction] if from_table else d.params
+        if dir_params or not from_table:
+            bound = self.bind_args(dir_params, args, call, f"action {d.name}")
             for p, a in bound:
                 t = self.resolve_type(p.type_ref, rec.scope)
                 pyn = self.unique_local(p.name)
@@ -1357,7 +1404,7 @@ class Compiler:
             with w.indent():
                 nparams = sum(1 for p in a.decl.params if not p.direction)
                 codes = [f"{res}_args[{j}]" for j in range(nparams)]
-                self.inline_action(a, [], ctx, base, from_table=True, arg_codes=codes)
+                self.inline_action(a, trec.bound_args[i], ctx, base, from_table=True, arg_codes=codes)
         # hit flag and action index live in Python locals for .hit/.miss/action_run
         self._last_apply = (idx, f"({res}_e is not None)")
         ctx.scope.define(f"$hit:{idx}", Binding("value", BoolT(), py=f"({res}_e is not None)"))
@@ -1727,7 +1774,9 @@ class Compiler:
             return f"({a} >> {b})", ta
         if op in ("==", "!="):
             t = self._unify(ta, tb, e)
-            if isinstance(t, (StructT, StackT, TupleT)):
+            if isinstance(t, (StructT, StackT)):
+                return f"({'' if op == '==' else 'not '}{a}.p4_eq({b}))", BoolT()
+            if isinstance(t, TupleT) and any(isinstance(x, (StructT, StackT)) for x in t.elements):
                 raise _err(e, f"comparing values of type {t} is not supported")
             a = self.coerce(a, ta, t, e.left)
             b = self.coerce(b, tb, t, e.right)
@@ -1838,6 +1887,17 @@ class Compiler:
     def _compile_parser_body(self, decl: ast.ParserDecl, ctx: BodyCtx) -> None:
         from .parsergen import compile_parser
         compile_parser(self, decl, ctx)
+
+
+def contains_call(node: Any) -> bool:
+    """Whether an expression has a call (a function, method or table apply) anywhere in it."""
+    if isinstance(node, ast.Call):
+        return True
+    if isinstance(node, list):
+        return any(contains_call(n) for n in node)
+    if isinstance(node, ast.Node):
+        return any(contains_call(getattr(node, f.name)) for f in fields(node) if f.init and f.name != "pos")
+    return False
 
 
 def contains_return(node: Any) -> bool:

@@ -218,16 +218,24 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             nargs(2)
             _register_write(c, inst.py, arg(0, idx_t), arg(1, vt), w)
             return "", VoidT()
-    if name == "counter":
+    if name in ("counter", "Counter"):
         if method == "count":
-            nargs(1)
-            it = inst.type.args[0] if inst.type.args else BitT(32)       # legacy counter
-            w.line(f"{inst.py}.count({arg(0, it if isinstance(it, BitT) else BitT(32))}, _ctx.packet_length)")
+            if name == "counter":
+                nargs(1)
+                it = inst.type.args[0] if inst.type.args else BitT(32)   # legacy counter
+            else:                                                         # TNA Counter<W, I>
+                nargs(1, 2)
+                it = inst.type.args[1]
+            nbytes = "_ctx.packet_length"
+            if len(args) == 2:                                            # TNA adjust_byte_count
+                nbytes = f"((_ctx.packet_length + {arg(1, BitT(32))}) & 0xffffffff)"
+            w.line(f"{inst.py}.count({arg(0, it if isinstance(it, BitT) else BitT(32))}, {nbytes})")
             return "", VoidT()
-    if name == "direct_counter":
+    if name in ("direct_counter", "DirectCounter"):
         if method == "count":
-            nargs(0)
-            return "", VoidT()           # bmv2 counts direct counters on every table hit
+            if args:
+                raise _err(call, f"{name}.count(adjust_byte_count) is not supported by p4sim")
+            return "", VoidT()           # counted on every hit of the table (as bmv2 does)
     if name == "meter":
         if method == "execute_meter":
             nargs(2)
@@ -366,6 +374,14 @@ def _field_parts(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> list[tuple[str, 
     return parts
 
 
+# A v1model field list index with no fields: the deprecated clone3/resubmit/recirculate with {}.
+NO_FIELDS = -1
+
+
+def _empty_list(e: ast.Expr) -> bool:
+    return isinstance(e, ast.ListExpr) and not e.items
+
+
 def _field_list(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
     """A P4 field list as a Python tuple of (value, width) pairs, MSB first."""
     return "(" + "".join(f"({v}, {wd}), " for v, wd in _field_parts(c, e, ctx)) + ")"
@@ -488,7 +504,9 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
             fl = c.const_eval(args[2].value, ctx.scope)
             w.line(f"_ctx.clone_field_list = {fl}")
         elif name == "clone3":
-            raise _err(call, "clone3 is deprecated and not supported; use clone_preserving_field_list")
+            if not _empty_list(args[2].value):
+                raise _err(call, "clone3 is deprecated and not supported; use clone_preserving_field_list")
+            w.line(f"_ctx.clone_field_list = {NO_FIELDS}")  # clone3(t, s, {}) keeps no metadata
         else:
             w.line("_ctx.clone_field_list = None")
         return "", VoidT()
@@ -499,6 +517,9 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
         w.line(f"_ctx.{attr} = {fl}")
         return "", VoidT()
     if name in ("resubmit", "recirculate"):
+        if len(args) == 1 and _empty_list(args[0].value):  # {}: preserve no metadata
+            w.line(f"_ctx.{name}_field_list = {NO_FIELDS}")
+            return "", VoidT()
         raise _err(call, f"{name}(data) is deprecated and not supported; use {name}_preserving_field_list")
     if name == "digest":
         need(2)
@@ -540,6 +561,27 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
         b, tb = c.compile_expr(args[1].value, ctx)
         t = c._unify(ta, tb, call)
         return f"{name}({c.coerce(a, ta, t, call)}, {c.coerce(b, tb, t, call)})", t
+    if name == "port_metadata_unpack":
+        # TNA: the 64-bit port metadata in front of the packet (Tofino 1), read into a header
+        need(1)
+        if not ctx.in_parser:
+            raise _err(call, "port_metadata_unpack is only allowed in a parser")
+        t = c.resolve_type(call.type_args[0], ctx.scope) if len(call.type_args) == 1 else None
+        if not (isinstance(t, StructT) and t.is_header and t.width <= 64):
+            raise _err(call, "port_metadata_unpack<T> needs a header type T of at most 64 bits")
+        too_short = c.errors.index("PacketTooShort")
+        tmp = c.fresh("pm")
+        w.line(f"if off + 8 > blen: raise ParserReject({too_short}, off)")
+        w.line(f"{tmp} = {t.py_class}()")
+        w.line(f"{tmp}.unpack(int.from_bytes(buf[off:off + 8], 'big') >> {64 - t.width})")
+        w.line("off += 8")
+        return tmp, t
+    if name in ("sizeInBits", "sizeInBytes"):
+        need(1)
+        _, t = c.compile_expr(args[0].value, ctx)
+        if not (isinstance(t, StructT) and t.is_header):
+            raise _err(call, f"{name} needs a header")
+        return str(t.width if name == "sizeInBits" else t.width // 8), BitT(32)
     if name == "invalidate":
         raise _err(call, "invalidate() is not supported")
     raise _err(call, f"extern function {name} is not supported by p4sim")

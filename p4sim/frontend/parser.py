@@ -749,7 +749,7 @@ class _Builder(Transformer):
         return ast.If(items[1], items[2], items[4], pos=self._pos(meta))
 
     def block_stmt(self, items):
-        return items[0]
+        return items[-1]  # block annotations (@atomic ...) do not change the semantics here
 
     @v_args(meta=True)
     def exit_stmt(self, meta, items):

@@ -44,6 +44,10 @@ class Stack:
         s.nxt = self.nxt
         return s
 
+    def p4_eq(self, other: "Stack") -> bool:
+        """P4 `==` on stacks: element by element (nextIndex is not compared)."""
+        return all(a.p4_eq(b) for a, b in zip(self.items, other.items))
+
     def push_front(self, count: int) -> None:
         items = self.items
         n = len(items)

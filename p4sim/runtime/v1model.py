@@ -8,6 +8,7 @@ ingress runs with ``standard_metadata.parser_error`` set, as in bmv2.
 from __future__ import annotations
 
 from collections import deque
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .rt import ExitBlock, PacketContext, PacketIn, ParserReject, run_block
@@ -43,12 +44,13 @@ class V1ModelPipeline:
     def _preserve(self, meta: Any, index: int | None) -> dict[str, Any] | None:
         if index is None:
             return None
-        return {f: _copy(getattr(meta, f)) for f in self.field_lists.get(index, [])}
+        return {f: _copy(attrgetter(f)(meta)) for f in self.field_lists.get(index, [])}
 
     @staticmethod
     def _restore(meta: Any, kept: dict[str, Any] | None) -> None:
-        for k, v in (kept or {}).items():
-            setattr(meta, k, _copy(v))
+        for path, v in (kept or {}).items():    # a dotted path into nested structs
+            *outer, last = path.split(".")
+            setattr(attrgetter(".".join(outer))(meta) if outer else meta, last, _copy(v))
 
     def _clone_sm(self, ingress_port: int, length: int, instance_type: int) -> Any:
         sm = self._new_sm()
