@@ -441,10 +441,14 @@ def _optimize(p: _Problem, topology: Topology, graphs: Mapping[str, TaskGraph], 
                                  m_bounds=(m_lo, m_hi), start=(y, rates0), time_limit=left)
     stages.append({"stage": f"{label}:BX", "status": res2.status, "seconds": round(res2.seconds, 3),
                    "objective": res2.objective, "bound": res2.bound})
+    # CR's dual bound caps m for single-task jobs, so m_ub + μ Σβ r̄ also bounds Eq. (3)
+    bounds = [b for b in (res2.bound, (m_ub + p.mu * s_ub) if (single_task_jobs and m_ub) else None)
+              if b is not None]
+    bound = min(bounds) if bounds else None
     if not y2:
-        return _Sol(y, rates0, None, "feasible", time.perf_counter() - t0, stages)
+        return _Sol(y, rates0, bound, "feasible", time.perf_counter() - t0, stages)
     st = "optimal" if res2.status == "optimal" and (status == "optimal" or not single_task_jobs) else "feasible"
-    return _Sol(y2, rates2, res2.bound, st, time.perf_counter() - t0, stages)
+    return _Sol(y2, rates2, bound, st, time.perf_counter() - t0, stages)
 
 
 # ----------------------------------------------------------------------------- Algorithm 1

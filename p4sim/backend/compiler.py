@@ -301,7 +301,11 @@ class Compiler:
                     raise _err(f, f"header_union member '{f.name}' must be a header")
             fields.append((f.name, ft))
         if d.kind == "header" and t.width % 8 != 0:
-            raise _err(d, f"header {d.name} is {t.width} bits; headers must be a whole number of bytes")
+            if any(ast.find_annotation(f.annotations, "flexible") for f in d.fields):
+                # bf-p4c packs @flexible fields as it likes; p4sim keeps them in order, padded
+                t.pad_bits = -t.width % 8
+            else:
+                raise _err(d, f"header {d.name} is {t.width} bits; headers must be a whole number of bytes")
         self.types[d.name] = t
         self._emit_struct_class(t)
 
@@ -708,7 +712,9 @@ class Compiler:
             if p.direction:
                 continue
             t = self.resolve_type(p.type_ref, rec.scope)
-            params.append(model.ActionParam(p.name, self._cp_width(t, p)))
+            a = ast.find_annotation(p.annotations, "name")   # control-plane name, as in p4c
+            params.append(model.ActionParam(a.string_arg() if a is not None and a.string_arg() else p.name,
+                                            self._cp_width(t, p)))
         ai = model.ActionInfo(rec.fq_name, params, [self._anno_text(a) for a in rec.decl.annotations])
         self.info.actions[rec.fq_name] = ai
         return ai
@@ -1758,8 +1764,16 @@ class Compiler:
             finally:
                 ctx.no_hoist_depth -= 1
             return f"({a} {'and' if op == '&&' else 'or'} {b})", BoolT()
-        a, ta = self.compile_expr(e.left, ctx)
-        b, tb = self.compile_expr(e.right, ctx)
+        inits = (ast.ListExpr, ast.StructExpr)
+        if op in ("==", "!=") and isinstance(e.left, inits) != isinstance(e.right, inits):
+            # `hdr.h == {1, 2}`: the initializer takes the type of the other side
+            known, init = (e.right, e.left) if isinstance(e.left, inits) else (e.left, e.right)
+            kc, kt = self.compile_expr(known, ctx)
+            ic, it = self.expr_as(init, kt, ctx), kt
+            (a, ta), (b, tb) = ((kc, kt), (ic, it)) if known is e.left else ((ic, it), (kc, kt))
+        else:
+            a, ta = self.compile_expr(e.left, ctx)
+            b, tb = self.compile_expr(e.right, ctx)
         if op in ("<<", ">>"):
             if not isinstance(ta, BitT):
                 raise _err(e, f"left operand of {op} must have a fixed width (got {ta}); cast it")

@@ -23,7 +23,7 @@ def _err(node, msg: str) -> CompileError:
 
 
 def compile_parser(c: "Compiler", decl: ast.ParserDecl, ctx: "BodyCtx") -> None:
-    from .compiler import Binding
+    from .compiler import Scope
     w = ctx.w
     ctx.in_parser = True
     pkt = None
@@ -56,8 +56,18 @@ def compile_parser(c: "Compiler", decl: ast.ParserDecl, ctx: "BodyCtx") -> None:
             w.line(f"{'if' if first else 'elif'} st == {numbers[name]}:  # state {name}")
             first = False
             with w.indent():
-                c.compile_block_stmt(ast.Block(s.statements, pos=s.pos), ctx)
-                _transition(c, s, numbers, ctx, pkt)
+                # the state's locals are in scope in its transition select
+                outer = ctx.scope
+                ctx.scope = Scope(outer)
+                try:
+                    for item in s.statements:
+                        if isinstance(item, (ast.VarDecl, ast.ConstDecl, ast.Instantiation)):
+                            c.compile_local_decl(item, ctx)
+                        else:
+                            c.compile_stmt(item, ctx)
+                    _transition(c, s, numbers, ctx, pkt)
+                finally:
+                    ctx.scope = outer
 
 
 def _goto(target: str, numbers: dict[str, int], node, ctx: "BodyCtx", pkt: str) -> list[str]:

@@ -96,6 +96,7 @@ class StructT(P4Type):
     fields: list[tuple[str, P4Type]]
     annotations: list[Any] = field(default_factory=list)
     py_class: str = ""                         # name of the generated Python class
+    pad_bits: int = 0                          # TNA @flexible headers: zero bits up to a whole byte
 
     def __str__(self) -> str:
         return self.name
@@ -112,7 +113,7 @@ class StructT(P4Type):
 
     @property
     def width(self) -> int:
-        return sum(bit_width(t) for _, t in self.fields)
+        return sum(bit_width(t) for _, t in self.fields) + self.pad_bits
 
 
 @dataclass(eq=False)
