@@ -102,10 +102,6 @@ UNSUPPORTED = {
     "action profiles": (_ingress(" action_profile(4) ap; apply { } "), "extern action_profile is not supported"),
     "Checksum16": (_ingress(" Checksum16() c; apply { } "), "extern Checksum16 is not supported"),
     "clone3": (_ingress(" apply { clone3(CloneType.I2E, 1, {hdr.h.a}); } "), "clone3 is deprecated and not supported"),
-    "sub-parsers": (PRELUDE.replace("parser P(", "parser Sub(packet_in pkt, out hs_t hdr) { state start { transition accept; } }\nparser P(")
-                    .replace("state start { pkt.extract(hdr.h); transition accept; }",
-                             "Sub() sub; state start { sub.apply(pkt, hdr); transition accept; }") + ING_EMPTY + MAIN,
-                    "sub-parser invocation is not supported"),
     "for loops": (_ingress(" apply { for (bit<8> i = 0; i < 4; i = i + 1) { } } "), "for loops"),
 }
 

@@ -54,3 +54,11 @@ def test_register_accessed_twice_in_one_pass_is_refused(tmp_path: Path) -> None:
     s = Switch(load_program(str(p), arch="tna"))
     with pytest.raises(DataplaneError, match="accessed twice"):
         s.process(1, agg(1, 1))
+
+
+def test_sub_parsers_continue_from_the_callers_offset() -> None:
+    s = Switch(load_program(str(HERE / "p4tna" / "subparser.p4"), arch="tna"))
+    eth = bytes.fromhex("0000000000020000000000019999")
+    assert s.process(5, eth + bytes([3, 0]) + b"pay") == [(2, eth + bytes([4, 5]) + b"pay")]
+    plain = bytes.fromhex("0000000000020000000000010800") + b"xyz"
+    assert s.process(5, plain) == [(2, plain)]

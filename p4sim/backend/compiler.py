@@ -1421,15 +1421,21 @@ class Compiler:
         blk: CompiledBlock = b.info
         if blk.kind == "parser" and not ctx.in_parser:
             raise _err(call, "a parser can only be applied from a parser")
-        if blk.kind == "parser":
-            raise _err(call, "sub-parser invocation is not supported")
         params = [p for p in blk.decl.params]
         bound = self.bind_args(params, call.args, call, f"{blk.decl.name}.apply")
         arg_codes = []
         copy_back = []
+        packet = None
         for (p, a), (d, _, t) in zip(bound, blk.params):
             if a is None:
                 raise _err(call, f"missing argument '{p.name}'")
+            if isinstance(t, ExternT) and t.name == "packet_in":
+                pb = self._binding_of(a, ctx)
+                if pb is None or pb.kind != "packet_in":
+                    raise _err(a, f"argument '{p.name}' must be the parser's packet_in")
+                packet = pb.py
+                arg_codes.append(packet)
+                continue
             if d in ("out", "inout"):
                 self._check_lvalue(a, ctx)
             code = self.expr_as(a, t, ctx)
@@ -1439,6 +1445,10 @@ class Compiler:
                 arg_codes.append(code)
                 if d in ("out", "inout"):
                     copy_back.append(a)
+        if packet is not None:
+            # a sub-parser continues from our offset and we continue from where it accepted;
+            # its reject (ParserReject) ends the whole parse, as in P4
+            ctx.w.line(f"{packet}.off = off")
         if copy_back:
             tmp = self.fresh("o")
             ctx.w.line(f"{tmp} = {blk.py_func}({', '.join(arg_codes)})")
@@ -1446,6 +1456,8 @@ class Compiler:
                 self.assign_to(a, f"{tmp}[{i}]", ctx)
         else:
             ctx.w.line(f"{blk.py_func}({', '.join(arg_codes)})")
+        if packet is not None:
+            ctx.w.line(f"off = {packet}.off")
         return "", VoidT()
 
     # ---------------------------------------------------------------- functions
