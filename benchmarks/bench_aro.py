@@ -5,7 +5,7 @@
 Five single-task jobs of 100 workers (exclusive random servers, PS under leaf i), 20 % of the
 switches programmable with 4 pipelines. Prints, per seed, ARO-ACC's solve seconds (target
 ≤ 60 s) and its objective (Eq. 3) against the exact model (ARO-RAW, HiGHS) — the gap to the
-exact optimum when the exact model finishes, else to its proven upper bound (target ≤ 5 %).
+exact optimum when the exact model finishes, else to its proven upper bound (target ≤ 5 %), and to the exact model's best plan.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sc = Scenario(workers=100, jobs=5)
     print(f"{'seed':>4} {'ACC s':>7} {'ACC obj':>9} {'exact s':>8} {'exact obj':>10} {'bound':>9} "
-          f"{'status':>8} {'gap':>7}")
-    worst_t, worst_gap = 0.0, 0.0
+          f"{'status':>8} {'gap':>7} {'vs best':>8}")
+    worst_t, worst_gap, worst_best = 0.0, 0.0, 0.0
     for seed in range(args.seeds):
         topo, jobs = build(sc, seed)
         acc = solve_aro(topo, jobs, accelerated=True, seed=seed)
@@ -38,12 +38,16 @@ def main(argv: list[str] | None = None) -> int:
             ex = solve_aro(topo, jobs, accelerated=False, seed=seed, time_limit=args.exact_limit)
             ref = ex.objective if ex.status == "optimal" else max(ex.bound or ex.objective, ex.objective)
             gap = max(0.0, (ref - acc.objective) / ref) if ref else 0.0
+            vs_best = (ex.objective - acc.objective) / ex.objective if ex.objective else 0.0
             worst_gap = max(worst_gap, gap)
+            worst_best = max(worst_best, vs_best)
             row += (f" {ex.solve_seconds:8.1f} {ex.objective:10.3f} {ex.bound or float('nan'):9.3f} "
-                    f"{ex.status:>8} {100 * gap:6.2f}%")
+                    f"{ex.status:>8} {100 * gap:6.2f}% {100 * vs_best:7.2f}%")
         print(row, flush=True)
     print(f"ARO-ACC worst solve time {worst_t:.2f} s (target <= 60 s)"
-          + ("" if args.no_exact else f"; worst gap to the exact optimum/bound {100 * worst_gap:.2f} % (target <= 5 %)"))
+          + ("" if args.no_exact else f"; worst gap to the exact optimum (or its proven bound when the limit "
+                                 f"stops it) {100 * worst_gap:.2f} % (target <= 5 %), to the exact model's best plan "
+                                 f"{100 * worst_best:.2f} %"))
     return 0
 
 
