@@ -21,6 +21,7 @@ reproduce: setup
 	$(PY) -m experiments.goat_fragments
 	$(PY) -m experiments.inart_rates
 	$(PY) -m experiments.esa_jct
+	$(PY) -m experiments.aro_study
 
 clean:
 	rm -rf .venv build *.egg-info .pytest_cache
