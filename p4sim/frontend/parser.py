@@ -576,16 +576,17 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def package_type_decl(self, meta, items):
-        annos, _kw, n, tparams, params = items
-        return ast.BlockTypeDecl(str(n), "package", tparams or [], params, annotations=annos,
-                                 pos=self._pos(meta))
+        return self._block_type("package", meta, items)
 
     # -- parsers
+    def _block_type(self, kind: str, meta, items) -> ast.BlockTypeDecl:
+        annos, _kw, n, tparams, params = items
+        return ast.BlockTypeDecl(str(n), kind, tparams or [], params, annotations=annos,
+                                 pos=self._pos(meta))
+
     @v_args(meta=True)
     def parser_type(self, meta, items):
-        annos, _kw, n, tparams, params = items
-        return ast.BlockTypeDecl(str(n), "parser", tparams or [], params, annotations=annos,
-                                 pos=self._pos(meta))
+        return self._block_type("parser", meta, items)
 
     def parser_type_decl(self, items):
         return items[0]
@@ -663,9 +664,7 @@ class _Builder(Transformer):
     # -- controls
     @v_args(meta=True)
     def control_type(self, meta, items):
-        annos, _kw, n, tparams, params = items
-        return ast.BlockTypeDecl(str(n), "control", tparams or [], params, annotations=annos,
-                                 pos=self._pos(meta))
+        return self._block_type("control", meta, items)
 
     def control_type_decl(self, items):
         return items[0]

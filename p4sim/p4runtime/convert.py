@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend)
 from p4sim.errors import InvalidArgument, OutOfRange, PermissionDenied
+from p4sim.runtime.hashes import pack_fields
 from p4sim.runtime.model import (ActionCall, ActionInfo, ControllerHeader, CounterInfo,
                                  DigestInfo, Exact, FieldMatch, KeyField, Lpm, MeterInfo,
                                  Optional, ProgramInfo, Range, RegisterInfo, TableEntry,
@@ -377,13 +378,7 @@ def digest_struct_to_p4data(digest: DigestInfo, values: dict[str, int]) -> p4dat
 
 def pack_header(fields: Sequence[tuple[int, int]]) -> bytes:
     """Concatenate (bitwidth, value) fields big-endian; pad the last byte with zeros."""
-    acc = 0
-    total = 0
-    for width, value in fields:
-        acc = (acc << width) | (value & ((1 << width) - 1))
-        total += width
-    pad = -total % 8
-    return (acc << pad).to_bytes((total + pad) // 8, "big") if total else b""
+    return pack_fields((value, width) for width, value in fields)
 
 
 def unpack_header(widths: Sequence[int], data: bytes) -> tuple[list[int], bytes]:
