@@ -642,10 +642,22 @@ class Compiler:
         with w.indent():
             if isinstance(decl, ast.ParserDecl):
                 self._compile_parser_body(decl, ctx)
-            else:
+            elif role == "nested":
                 for local in decl.locals:
                     self._control_local(local, ctx)
                 self.compile_block_stmt(decl.body, ctx)
+                if out_scalars:
+                    w.line(f"return ({', '.join(out_scalars)},)")
+            else:
+                # an architecture block: `exit` ends this block (and nothing else)
+                w.line("try:")
+                with w.indent():
+                    for local in decl.locals:
+                        self._control_local(local, ctx)
+                    self.compile_block_stmt(decl.body, ctx)
+                w.line("except ExitBlock:")
+                with w.indent():
+                    w.line("pass")
                 if out_scalars:
                     w.line(f"return ({', '.join(out_scalars)},)")
         self.w_funcs.lines.extend(w.lines)

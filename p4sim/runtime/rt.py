@@ -9,14 +9,6 @@ class ExitBlock(Exception):
     """`exit`: ends the enclosing top-level parser/control block."""
 
 
-def run_block(block: Any, *args: Any) -> Any:
-    """Run a top-level control; `exit` ends it without ending the packet's processing."""
-    try:
-        return block(*args)
-    except ExitBlock:
-        return None
-
-
 class ParserReject(Exception):
     """The parser reached `reject`, failed a `verify` or hit an extract error."""
 

@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from . import hashes
-from .rt import ExitBlock, PacketContext, PacketIn, ParserReject, run_block
+from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
 
 if TYPE_CHECKING:
     from .switch import Switch
@@ -100,9 +100,9 @@ class TnaPipeline:
         tm = objs.setdefault("ingress_intrinsic_metadata_for_tm_t", self._new("ingress_intrinsic_metadata_for_tm_t"))
         tm.ucast_egress_port = UNSET_PORT
         ctx.register_pass = set()
-        run_block(self._run, "ingress", objs, None)
+        self._run("ingress", objs, None)            # architecture blocks catch their own `exit`
         chunks: list[bytes] = []
-        run_block(self._run, "ingress_deparser", objs, chunks)
+        self._run("ingress_deparser", objs, chunks)
         deparsed = b"".join(chunks) + payload
         dprsr = objs["ingress_intrinsic_metadata_for_deparser_t"]
         for name, value in ctx.digests:
@@ -142,9 +142,9 @@ class TnaPipeline:
         ctx.payload = payload
         # the egress parser extracted eg_intr_md from the prefix; make sure controls see ours
         objs["egress_intrinsic_metadata_t"] = eg_md
-        run_block(self._run, "egress", objs, None)
+        self._run("egress", objs, None)
         chunks: list[bytes] = []
-        run_block(self._run, "egress_deparser", objs, chunks)
+        self._run("egress_deparser", objs, chunks)
         dprsr = objs["egress_intrinsic_metadata_for_deparser_t"]
         if dprsr.drop_ctl & 1:
             return

@@ -11,7 +11,7 @@ from collections import deque
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from .rt import ExitBlock, PacketContext, PacketIn, ParserReject, run_block
+from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
 
 if TYPE_CHECKING:
     from .switch import Switch
@@ -90,7 +90,8 @@ class V1ModelPipeline:
         sw = self.sw
         ns = self.ns
         hdr, meta, sm = self.hdr_cls(), self.meta_cls(), self._new_sm()
-        self._restore(meta, preserved)
+        if preserved:
+            self._restore(meta, preserved)
         sm.ingress_port = port
         sm.packet_length = len(data)
         sm.instance_type = itype
@@ -99,8 +100,8 @@ class V1ModelPipeline:
         ns["_ctx"] = ctx
         payload = self._parse(data, hdr, meta, sm)
         ctx.payload = payload
-        run_block(self.verify, hdr, meta)
-        run_block(self.ingress, hdr, meta, sm)
+        self.verify(hdr, meta)            # architecture blocks catch their own `exit`
+        self.ingress(hdr, meta, sm)
         # I2E clone: the packet as received, parsed again, to the session's ports
         if ctx.clone_session is not None and ctx.clone_type == INGRESS_CLONE:
             kept = self._preserve(meta, ctx.clone_field_list)
@@ -141,7 +142,7 @@ class V1ModelPipeline:
         ctx = PacketContext(sm.packet_length, sm)
         ctx.payload = payload
         self.ns["_ctx"] = ctx
-        run_block(self.egress, hdr, meta, sm)
+        self.egress(hdr, meta, sm)
         if ctx.clone_session is not None and ctx.clone_type == EGRESS_CLONE:
             kept = self._preserve(meta, ctx.clone_field_list)
             for cport, crid in sw.pre.clone_replicas(ctx.clone_session):
@@ -151,7 +152,7 @@ class V1ModelPipeline:
                 work.append(("egress", hdr.copy(), cmeta, csm, payload, cport, crid, passes))
         if sm.egress_spec == DROP_PORT:
             return
-        run_block(self.compute, hdr, meta)
+        self.compute(hdr, meta)
         chunks: list[bytes] = []
         self.deparser(chunks, hdr)
         chunks.append(payload)
