@@ -62,3 +62,17 @@ def test_sub_parsers_continue_from_the_callers_offset() -> None:
     assert s.process(5, eth + bytes([3, 0]) + b"pay") == [(2, eth + bytes([4, 5]) + b"pay")]
     plain = bytes.fromhex("0000000000020000000000010800") + b"xyz"
     assert s.process(5, plain) == [(2, plain)]
+
+
+def test_paired_register_cells_update_in_place() -> None:
+    s = Switch(load_program(str(HERE / "p4tna" / "pair_register.p4"), arch="tna"))
+    eth = bytes.fromhex("0000000000020000000000019999")
+    # tag = (depth, cell index): cell 1 starts at {sum 100, count 0}
+    (port, out), = s.process(5, eth + bytes([7, 1]))
+    assert port == 2 and out[14:16] == bytes([107, 5])
+    (_, out), = s.process(6, eth + bytes([3, 1]))
+    assert out[14] == 110
+    assert s.register_read("Ig.pairs", 1) == (110, 2)
+    assert s.register_read("Ig.pairs", 0) == (100, 0)
+    s.register_write("Ig.pairs", 0, (5, 9))
+    assert s.register_read("Ig.pairs", 0) == (5, 9)

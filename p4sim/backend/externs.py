@@ -44,10 +44,13 @@ def declare_extern_instance(c: "Compiler", d: ast.Instantiation, t: ExternT, ctx
 
     annos = [c._anno_text(a) for a in d.annotations]
     inst = ExternInstance(d, t, "", fq)
-    if name in ("register", "Register"):
+    if name == "Register" and isinstance(t.args[0], StructT) and t.args[0].kind == "struct":
+        _declare_struct_register(c, d, t, inst, const, annos)
+    elif name in ("register", "Register"):
         vt = t.args[0]
         if not isinstance(vt, BitT):
-            raise _err(d, f"{name} element type {vt} is not supported (use bit<N> or int<N>)")
+            raise _err(d, f"{name} element type {vt} is not supported (use bit<N>, int<N> or, "
+                          "for TNA, a struct of them)")
         size = const(0)
         if not isinstance(size, int) or size <= 0:
             raise _err(d, f"{name} size must be a positive constant")
@@ -111,6 +114,30 @@ def declare_extern_instance(c: "Compiler", d: ast.Instantiation, t: ExternT, ctx
     else:
         raise _err(d, f"extern {name} is not supported by p4sim")
     return inst
+
+
+def _declare_struct_register(c: "Compiler", d: ast.Instantiation, t: ExternT, inst: "ExternInstance",
+                             const, annos: list[str]) -> None:
+    """TNA ``Register<pair_t, I>``: each element is a struct (Tofino's paired 2×32-bit cells)."""
+    vt: StructT = t.args[0]
+    fields = []
+    for n, ft in vt.fields:
+        if not isinstance(ft, BitT):
+            raise _err(d, f"Register element struct {vt.name}: field {n} must be bit<N> or int<N>")
+        fields.append((n, ft.width, ft.signed))
+    size = const(0)
+    if not isinstance(size, int) or size <= 0:
+        raise _err(d, "Register size must be a positive constant")
+    initial: tuple = tuple(0 for _ in fields)
+    if len(d.args) > 1:
+        v = const(1)
+        if not isinstance(v, tuple) or len(v) != len(fields):
+            raise _err(d, f"initial value of a Register<{vt.name}> must be a list of {len(fields)} values")
+        initial = tuple(int(x) & ((1 << w) - 1) for x, (_, w, _) in zip(v, fields))
+    inst.py = c.add_object("R_" + inst.fq_name, "struct_register", name=inst.fq_name, size=size,
+                           struct_class=vt.py_class, fields=fields, initial=initial)
+    c.info.registers[inst.fq_name] = model.RegisterInfo(inst.fq_name, vt.width, size, False, annos)
+    inst.params.update(size=size, value_type=vt)
 
 
 def _register_digest(c: "Compiler", t: StructT, node) -> None:

@@ -87,6 +87,61 @@ class Register:
         self.values[index] = self._wrap(value)
 
 
+class StructRegister:
+    """TNA ``Register<S, I>`` whose elements are structs of bit fields (e.g. a lo/hi pair).
+
+    Elements are the program's generated struct objects (filled in once the program's classes
+    exist); RegisterAction bodies update them in place. The control plane sees tuples of the
+    field values in declaration order."""
+
+    def __init__(self, name: str, size: int, fields: list[tuple[str, int, bool]],
+                 initial: tuple[int, ...]) -> None:
+        self.name = name
+        self.size = size
+        self.fields = fields
+        self.initial = initial
+        self.values: list = []
+        self._cls: type | None = None
+
+    def bind_class(self, cls: type) -> None:
+        self._cls = cls
+        self.reset()
+
+    def _new(self, values: tuple[int, ...]):
+        obj = self._cls()
+        for (n, width, signed), v in zip(self.fields, values):
+            v &= (1 << width) - 1
+            if signed and v >> (width - 1):
+                v -= 1 << width
+            setattr(obj, n, v)
+        return obj
+
+    def reset(self) -> None:
+        self.values[:] = [self._new(self.initial) for _ in range(self.size)]
+
+    def read(self, index: int, default=None):
+        return self.values[index].copy() if index < self.size else default
+
+    def write(self, index: int, value) -> None:
+        if index < self.size:
+            self.values[index] = value.copy()
+
+    def cp_read(self, index: int) -> tuple[int, ...]:
+        _check_index(self.name, self.size, index)
+        v = self.values[index]
+        return tuple(getattr(v, n) for n, _, _ in self.fields)
+
+    def cp_write(self, index: int, value: tuple[int, ...]) -> None:
+        _check_index(self.name, self.size, index)
+        if not isinstance(value, tuple) or len(value) != len(self.fields):
+            raise errors.InvalidArgument(f"{self.name}: a value is a tuple of {len(self.fields)} fields")
+        for (n, width, signed), v in zip(self.fields, value):
+            lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+            if not lo <= v <= hi:
+                raise errors.InvalidArgument(f"{self.name}: field {n} value {v} does not fit {width} bits")
+        self.values[index] = self._new(value)
+
+
 class Counter:
     """Indexed counter. Packets and bytes are both kept whatever the unit (as bmv2 does); the
     unit only tells the control plane which one to report."""

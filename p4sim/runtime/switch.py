@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import errors
 from . import hashes
-from .externs import Counter, Meter, Register
+from .externs import Counter, Meter, Register, StructRegister
 from .model import ActionCall, FieldMatch, ProgramInfo, TableEntry
 from .pre import PacketReplicationEngine
 from .rt import DataplaneError, PacketContext
@@ -77,11 +77,14 @@ class Switch:
         self._install_helpers(ns)
         for obj in program.compiled.objects:
             made = ns[obj.py_name] = self._make_object(obj.kind, obj.params)
-            if obj.kind == "register":
+            if obj.kind in ("register", "struct_register"):
                 # generated code indexes the value list directly (see backend/externs.py)
                 ns[obj.py_name + "_values"] = made.values
                 ns[obj.py_name + "_size"] = made.size
         exec(program.code, ns)
+        for obj in program.compiled.objects:
+            if obj.kind == "struct_register":      # its element class exists only now
+                ns[obj.py_name].bind_class(ns[obj.params["struct_class"]])
         self.ns = ns
         if program.arch == "v1model":
             from .v1model import V1ModelPipeline
@@ -99,6 +102,10 @@ class Switch:
             return t
         if kind == "register":
             r = Register(p["name"], p["size"], p["bitwidth"], p["signed"], p["initial"])
+            self.registers[p["name"]] = r
+            return r
+        if kind == "struct_register":
+            r = StructRegister(p["name"], p["size"], p["fields"], p["initial"])
             self.registers[p["name"]] = r
             return r
         if kind == "counter":
@@ -218,16 +225,16 @@ class Switch:
         self._table(table).write_counter(match, priority, packets, nbytes)
 
     # ------------------------------------------------------------------ registers, counters, meters
-    def _register(self, name: str) -> Register:
+    def _register(self, name: str) -> Register | StructRegister:
         r = self.registers.get(name)
         if r is None:
             raise errors.NotFound(f"no register named '{name}'")
         return r
 
-    def register_read(self, name: str, index: int) -> int:
+    def register_read(self, name: str, index: int) -> int | tuple[int, ...]:
         return self._register(name).cp_read(index)
 
-    def register_write(self, name: str, index: int, value: int) -> None:
+    def register_write(self, name: str, index: int, value: int | tuple[int, ...]) -> None:
         self._register(name).cp_write(index, value)
 
     def register_reset(self, name: str) -> None:
