@@ -145,7 +145,6 @@ class BodyCtx:
     kind: str                              # parser | control | action | function | deparser
     prefix: str                            # P4Info name prefix, e.g. "MyIngress"
     ret: _ReturnSignal
-    no_hoist_depth: int = 0                # >0 inside && / || / ?: right operands
     in_parser: bool = False
     packet_py: str | None = None           # name of the packet_in/out variable
 
@@ -1363,7 +1362,7 @@ class Compiler:
                 ascope.define(p.name, Binding("value", t, py=pyn, writable=p.direction != "in", decl=p))
                 if p.direction in ("out", "inout") and not (p.direction == "inout" and isinstance(t, (StructT, StackT))):
                     copy_out.append((a, pyn))
-        actx = BodyCtx(w, ascope, "action", rec.prefix, _ReturnSignal("break"), ctx.no_hoist_depth)
+        actx = BodyCtx(w, ascope, "action", rec.prefix, _ReturnSignal("break"))
         if contains_return(d.body):
             w.line("while True:")
             with w.indent():
@@ -1395,8 +1394,6 @@ class Compiler:
 
     # ---------------------------------------------------------------- tables
     def compile_table_apply(self, base: ast.Expr, ctx: BodyCtx) -> tuple[TableRecord, str]:
-        if ctx.no_hoist_depth:
-            raise _err(base, "table.apply() inside &&, || or ?: is not supported")
         b = self._binding_of(base, ctx)
         if b is None or b.kind != "table":
             raise _err(base, f"'{expr_text(base)}' is not a table")
@@ -1502,8 +1499,6 @@ class Compiler:
                 ctx.w.line(callcode)
                 return "", VoidT()
             return callcode, ret_t
-        if ctx.no_hoist_depth:
-            raise _err(call, "a function with out parameters inside &&, || or ?: is not supported")
         tmp = self.fresh("f")
         ctx.w.line(f"{tmp} = {callcode}")
         off = 0 if isinstance(ret_t, VoidT) else 1
@@ -1554,8 +1549,8 @@ class Compiler:
     # ======================================================================== expressions
     def type_of(self, e: ast.Expr, ctx: BodyCtx) -> tuple[str, P4Type]:
         """Type of an expression without emitting code (compiles into a scratch writer)."""
-        scratch = BodyCtx(CodeWriter(), ctx.scope, ctx.kind, ctx.prefix, ctx.ret, ctx.no_hoist_depth,
-                          ctx.in_parser, ctx.packet_py)
+        scratch = BodyCtx(CodeWriter(), ctx.scope, ctx.kind, ctx.prefix, ctx.ret,
+                          in_parser=ctx.in_parser, packet_py=ctx.packet_py)
         saved = self._fresh
         try:
             return self.compile_expr(e, scratch)
@@ -1695,20 +1690,25 @@ class Compiler:
             return self._compile_cast(e, ctx)
         if isinstance(e, ast.Conditional):
             cond = self.expr_as(e.cond, BoolT(), ctx)
-            ctx.no_hoist_depth += 1
-            try:
-                a, ta = self.compile_expr(e.then, ctx)
-                b, tb = self.compile_expr(e.otherwise, ctx)
-            finally:
-                ctx.no_hoist_depth -= 1
+            (a, ta), then_lines = self._compile_lazy(lambda: self.compile_expr(e.then, ctx), ctx)
+            (b, tb), else_lines = self._compile_lazy(lambda: self.compile_expr(e.otherwise, ctx), ctx)
             t = self._unify(ta, tb, e)
-            ctx.no_hoist_depth += 1
-            try:
-                a = self.coerce(a, ta, t, e.then)
-                b = self.coerce(b, tb, t, e.otherwise)
-            finally:
-                ctx.no_hoist_depth -= 1
-            return f"({a} if {cond} else {b})", t
+            a = self.coerce(a, ta, t, e.then)
+            b = self.coerce(b, tb, t, e.otherwise)
+            if not then_lines and not else_lines:
+                return f"({a} if {cond} else {b})", t
+            # an operand with statements (table apply, call with out arguments): only the
+            # chosen one is evaluated
+            tmp = self.fresh("c")
+            ctx.w.line(f"if {cond}:")
+            with ctx.w.indent():
+                ctx.w.lines.extend(then_lines)
+                ctx.w.line(f"{tmp} = {a}")
+            ctx.w.line("else:")
+            with ctx.w.indent():
+                ctx.w.lines.extend(else_lines)
+                ctx.w.line(f"{tmp} = {b}")
+            return tmp, t
         if isinstance(e, ast.ListExpr):
             if isinstance(expected, (StructT, TupleT)):
                 return self._compile_initializer(e, expected, ctx), expected
@@ -1765,6 +1765,20 @@ class Compiler:
             raise _err(e, f"header stack has no member '{m}'")
         raise _err(e, f"a value of type {bt} has no member '{e.member}'")
 
+    def _compile_lazy(self, compile_fn: Any, ctx: BodyCtx) -> tuple[Any, list[str]]:
+        """Compile an operand that P4 evaluates only conditionally (right of && / ||, arms of
+        ?:). Returns compile_fn's result and the statements the operand needs (a table apply,
+        a call with out arguments), indented one level deeper than the current code."""
+        saved = ctx.w
+        sub = CodeWriter()
+        sub.level = saved.level + 1
+        ctx.w = sub
+        try:
+            result = compile_fn()
+        finally:
+            ctx.w = saved
+        return result, sub.lines
+
     def _unify(self, ta: P4Type, tb: P4Type, node: Any) -> P4Type:
         if isinstance(ta, InfIntT):
             return tb
@@ -1782,12 +1796,17 @@ class Compiler:
             return (repr(v) if not isinstance(v, bool) else str(v)), t
         if op in ("&&", "||"):
             a = self.expr_as(e.left, BoolT(), ctx)
-            ctx.no_hoist_depth += 1
-            try:
-                b = self.expr_as(e.right, BoolT(), ctx)
-            finally:
-                ctx.no_hoist_depth -= 1
-            return f"({a} {'and' if op == '&&' else 'or'} {b})", BoolT()
+            b, lines = self._compile_lazy(lambda: self.expr_as(e.right, BoolT(), ctx), ctx)
+            if not lines:
+                return f"({a} {'and' if op == '&&' else 'or'} {b})", BoolT()
+            # the right operand needs statements: run them only when it is evaluated
+            tmp = self.fresh("sc")
+            ctx.w.line(f"{tmp} = {a}")
+            ctx.w.line(f"if {'' if op == '&&' else 'not '}{tmp}:")
+            with ctx.w.indent():
+                ctx.w.lines.extend(lines)
+                ctx.w.line(f"{tmp} = {b}")
+            return tmp, BoolT()
         inits = (ast.ListExpr, ast.StructExpr)
         if op in ("==", "!=") and isinstance(e.left, inits) != isinstance(e.right, inits):
             # `hdr.h == {1, 2}`: the initializer takes the type of the other side

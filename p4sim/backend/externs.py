@@ -191,7 +191,7 @@ def _inline_register_action(c: "Compiler", inst: "ExternInstance", index_code: s
     w.line(f"if {idx} < {reg.py}_size:")
     with w.indent():
         w.line(f"{val} = {reg.py}_values[{idx}]")
-        bctx = BodyCtx(w, scope, "action", ctx.prefix, _ReturnSignal("break"), ctx.no_hoist_depth)
+        bctx = BodyCtx(w, scope, "action", ctx.prefix, _ReturnSignal("break"))
         if contains_return(fn.body):
             w.line("while True:")
             with w.indent():
@@ -293,8 +293,6 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             reg = inst.params["register"]
             it = reg.type.args[1]
             idx_t = it if isinstance(it, BitT) else BitT(32)
-            if ctx.no_hoist_depth:
-                raise _err(call, "RegisterAction.execute inside &&, || or ?: is not supported")
             return _inline_register_action(c, inst, arg(0, idx_t), ctx), inst.params["rv_type"]
     if name == "Hash":
         if method == "get":
