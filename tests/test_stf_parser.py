@@ -117,6 +117,18 @@ def test_direct_commands() -> None:
     assert isinstance(cmds[15], P.MeterGetRates) and isinstance(cmds[16], P.MirroringGet)
 
 
+def test_packet_without_data_is_empty() -> None:
+    # bmv2stf.py sends an empty packet for `packet N` with no data (p4c gauntlet tests do this)
+    (p, e) = parse("packet 1 \nexpect 2 00\n")
+    assert p.port == 1 and p.data == b"" and e.port == 2
+
+
+def test_packet_odd_digits_last_is_a_byte() -> None:
+    # bmv2stf.py's hex_to_byte converts pairs; a final lone digit becomes a byte of its own
+    (p,) = parse("packet 0 ab c\n")
+    assert p.data == b"\xab\x0c"
+
+
 def test_quoted_identifier() -> None:
     (a,) = parse('add "my.table" "k":1 "act"()')
     assert a.table == "my.table" and a.keys[0][0] == "k" and a.action.name == "act"
@@ -125,7 +137,7 @@ def test_quoted_identifier() -> None:
 @pytest.mark.parametrize("text,line,msg", [
     ("packet 0 0g", 1, "invalid packet data"),
     ("expect 0 12\nexpect 1 1 2 3 $ $", 2, "nothing may follow"),
-    ("packet 1\n", 1, "expected packet data"),
+    ("packet\n1 00", 2, "expected a port number"),
     ("add t k:1 a(x:1,)", 1, "expected an action argument name"),
     ("add t k:0x1/ a()", 1, "expected a prefix length"),
     ("setdefault t", 1, "expected an action name"),

@@ -214,6 +214,17 @@ def compile_packet_in_method(c: "Compiler", pkt: str, method: str, call: ast.Cal
             w.line(f"{tmp} = {t.py_class}()")
             w.line(f"{tmp}.unpack(int.from_bytes(buf[off:off + {t.width // 8}], 'big'))")
             return tmp, t
+        if (isinstance(t, StructT) and t.kind == "struct" and t.width % 8 == 0
+                and all(isinstance(ft, (BitT, BoolT)) or (isinstance(ft, EnumT) and ft.underlying)
+                        for _, ft in t.fields)):
+            # a struct of scalar fields, laid out like a header's (p4c's lookahead<struct>)
+            tmp, v = c.fresh("la"), c.fresh("lv")
+            w.line(f"if off + {t.width // 8} > blen: raise ParserReject({too_short}, off)")
+            w.line(f"{tmp} = {t.py_class}()")
+            w.line(f"{v} = int.from_bytes(buf[off:off + {t.width // 8}], 'big')")
+            for line in c._unpack_lines(t, tmp, v):
+                w.line(line)
+            return tmp, t
         raise _err(call, f"lookahead of type {t} is not supported")
     if method == "advance":
         if len(call.args) != 1:

@@ -86,10 +86,18 @@ class PacketIn:
 
 
 def stack_get(stack: Stack, index: int) -> Any:
-    """Run-time index into a stack; bmv2 refuses an index out of range."""
+    """Run-time index into a stack. Out of range, as p4c compiles it for bmv2 (its header
+    stack index expansion): reading gives an invalid header, writing changes nothing, so the
+    result is a throwaway invalid element."""
     if 0 <= index < len(stack.items):
         return stack.items[index]
-    raise DataplaneError(f"header stack index {index} out of range")
+    return type(stack.items[0])()
+
+
+def stack_set(stack: Stack, index: int, value: Any) -> None:
+    """`stack[index] = value` with a run-time index; out of range it does nothing."""
+    if 0 <= index < len(stack.items):
+        stack.items[index] = value
 
 
 class PacketContext:

@@ -202,21 +202,25 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             meta.new_fan_in = 0;
             meta.new_ps_addr = 0;
             agg_priority_exchange.execute(meta.agg_index);
-            hdr.ina.bitmap = agg_bitmap_exchange.execute(meta.agg_index);
+            bit<32> bitmap = agg_bitmap_exchange.execute(meta.agg_index);
             bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
             bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
             bit<32> ps_addr = agg_ps_addr_exchange.execute(meta.agg_index);
             lanes_take();
-            hdr.ina.worker_id = INA_WORKER_AGGREGATE;
             if (meta.op == INA_OP_TAKE) {
+                hdr.ina.bitmap = bitmap;
+                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
                 hdr.ina.count = hdr.ina.fan_in;
                 meta.verdict = INA_COMPLETE;
-            } else {
+            } else if (bitmap != 0xFFFFFFFF) {
+                hdr.ina.bitmap = bitmap;
+                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
                 hdr.ina.count = fan_in - remaining;
                 hdr.ina.fan_in = fan_in;
                 hdr.ipv4.dst_addr = ps_addr;
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
             }
+            // (a reminder that met a held, already complete aggregator only freed it)
             return;
         }
         if (meta.op == INA_OP_SWAP) {

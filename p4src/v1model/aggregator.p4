@@ -121,7 +121,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         }
 
         if ((hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
-            if (owner == key) {
+            bit<32> held_bitmap;
+            agg_bitmap.read(held_bitmap, meta.agg_index);
+            if (owner == key && held_bitmap == 0xFFFFFFFF) {
+                // a held (complete) aggregator has nothing to drain: just free it
+                free_aggregator();
+            } else if (owner == key) {
                 // drain the partial to the owner's PS and free the aggregator
                 bit<1> ovf;
                 agg_overflow.read(ovf, meta.agg_index);

@@ -212,3 +212,17 @@ def test_explicit_route_pins_a_workers_path(arch: str) -> None:
     (p0, _), = s.send(h0, np.zeros(s.lanes, np.int32))
     (p1, _), = s.send(h1, np.zeros(s.lanes, np.int32))
     assert p0 == PS_PORT and p1 == 30
+
+
+def test_reminder_for_a_held_aggregator_frees_it_without_a_bogus_drain(arch: str) -> None:
+    s = InaSwitch(arch, workers=2, pool_size=1, result="ps")
+    s.t.add_job(2, hold_until_result=True)
+    s.t.level_to_ps(2, 1)
+    one = np.ones(s.lanes, np.int32)
+    s.send(s.fragment(0, fan_in=2, job_id=2), one)
+    (_, res), = s.parse(s.send(s.fragment(1, fan_in=2, job_id=2), one))
+    assert Flags.RESULT in res.header.flags                         # complete; aggregator now held
+    reminder = s.fragment(0, fan_in=2, job_id=2, flags=Flags.REMINDER).with_(count=0, bitmap=0)
+    (port, pkt), = s.parse(s.send(reminder, np.zeros(s.lanes, np.int32), src_ip=PS_IP, in_port=PS_PORT))
+    assert Flags.PREEMPTED not in pkt.header.flags and pkt.header.bitmap == 0
+    assert s.send(s.fragment(0, fan_in=2, job_id=2, fragment_id=8), one) == []   # freed: claimable

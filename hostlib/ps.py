@@ -1,0 +1,277 @@
+"""The parameter server (PS) of one or more INA jobs, as a sans-IO protocol core.
+
+It receives everything the switches did not finish — plain fragments (node 0 plans), COLLISION
+fallbacks, PREEMPTED partials, partials and complete aggregates a level sends to the PS,
+REMINDER drains and workers' RESEND retransmissions — and completes each (job, sub-model,
+fragment) exactly, then unicasts the RESULT to every worker of the job.
+
+Exactness (docs/protocol.md, "Host behaviour"). Every contribution reaches the PS by one of two
+channels:
+
+* the *network* channel: a worker's first copy of a fragment (never retransmitted without
+  RESEND) travels as a token that switches only ever move — absorb into an aggregator, merge
+  into a partial, swap out, drain — and never copy (only complete RESULTs are multicast). So the
+  network-channel packets the PS receives for a key carry pairwise disjoint bitmaps, each worker
+  at most once, whatever was lost;
+* the *resend* channel: RESENDs and answers to the PS's queries, each the exact value of one
+  worker's own contribution, possibly several identical copies.
+
+The PS keeps them apart: ``net_sum``/``net_bitmap`` for the first, one stored copy per worker
+for the second, and the result is ``net_sum + Σ resend[w] for w ∉ net_bitmap``. Each worker
+is counted once: through the network sum if some network packet carried it (disjointness),
+else through its resend copy. A RESEND of w that arrives while a switch still holds a partial
+with w is harmless: if that partial is later drained to the PS, w moves to the network side and
+its resend copy is no longer used; if it never arrives, the resend copy stands in for it. The
+fragment completes when ``net_bitmap | resend_bitmap`` covers the job, and a later network
+packet (a late drain) is then ignored. A network packet overlapping ``net_bitmap`` (which the
+token argument rules out, but a duplicating network could produce) is dropped whole: it cannot
+be split, and the query fallback below still completes the fragment.
+
+Liveness: an incomplete entry times out (RTO estimator with a floor and exponential backoff,
+ESA §6) → REMINDERs to the aggregation nodes of its sub-model drain their partials (ESA §5.1);
+from the second timeout on, the PS also *queries* the workers it lacks (a REMINDER with node 0
+sent to the worker), which answer with a RESEND of their own contribution — this covers a result
+multicast that some workers lost after the switch freed its aggregator (ESA §5.3, case 2). A RESEND
+for an already complete fragment is answered with the RESULT. Completing through resend copies
+may leave a partial in a switch; one clean-up REMINDER drains it (the drain is then ignored).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .protocol import (DEFAULT_LANES, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags, InaHeader,
+                       ProtocolError, build_frame, parse_frame)
+from .rto import RtoEstimator
+
+
+@dataclass
+class JobConfig:
+    """What the PS knows of a job.
+
+    ``workers``: worker id → (IP, MAC). ``reminder_via``: aggregation node id → an IP address
+    whose route from the PS passes that node (reminders are ordinary UDP packets; a switch not
+    owning the key forwards them on to that host, which ignores them). ``submodel_nodes``: the
+    nodes to remind for a sub-model (all ``reminder_via`` nodes if absent; reminding a node that
+    holds nothing is harmless).
+    """
+    workers: Mapping[int, tuple[str, str | int]]
+    reminder_via: Mapping[int, str] = field(default_factory=dict)
+    submodel_nodes: Mapping[int, Sequence[int]] | None = None
+
+    @property
+    def mask(self) -> int:
+        m = 0
+        for w in self.workers:
+            m |= 1 << w
+        return m
+
+    def nodes_for(self, submodel_id: int) -> list[int]:
+        if self.submodel_nodes is not None and submodel_id in self.submodel_nodes:
+            nodes = self.submodel_nodes[submodel_id]
+        else:
+            nodes = list(self.reminder_via)
+        return [n for n in nodes if n != 0 and n in self.reminder_via]
+
+
+@dataclass
+class _Entry:
+    created: float
+    deadline: float
+    timeout: float
+    lanes: int
+    net_sum: np.ndarray = field(init=False)
+    net_bitmap: int = 0
+    resend: dict[int, np.ndarray] = field(default_factory=dict)
+    overflow: bool = False
+    attempts: int = 0              # timeouts so far
+    reminded: bool = False         # the immediate reminder a first RESEND triggers was sent
+    result: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.net_sum = np.zeros(self.lanes, dtype=np.int64)
+
+    @property
+    def resend_bitmap(self) -> int:
+        b = 0
+        for w in self.resend:
+            b |= 1 << w
+        return b
+
+
+@dataclass
+class PsStats:
+    received: dict[str, int] = field(default_factory=dict)     # by kind, see _kind()
+    results_sent: int = 0
+    results_resent: int = 0
+    reminders: int = 0
+    queries: int = 0
+    completed: int = 0
+
+    def count(self, kind: str) -> None:
+        self.received[kind] = self.received.get(kind, 0) + 1
+
+
+def _kind(h: InaHeader) -> str:
+    if Flags.RESEND in h.flags:
+        return "resend"
+    if Flags.PREEMPTED in h.flags:
+        return "drained" if Flags.REMINDER in h.flags else "preempted"
+    if Flags.REMINDER in h.flags:
+        return "reminder"
+    if Flags.RESULT in h.flags:
+        return "switch_result"
+    if Flags.COLLISION in h.flags:
+        return "collision"
+    return "partial" if h.count > 1 else "plain"
+
+
+class ParameterServer:
+    def __init__(self, ip: str, jobs: Mapping[int, JobConfig], *, mac: str | int = 0,
+                 gateway_mac: str | int = 0, lanes: int = DEFAULT_LANES, timeout: RtoEstimator | None = None) -> None:
+        self.ip, self.mac, self.gateway_mac, self.lanes = ip, mac, gateway_mac, lanes
+        self.jobs = dict(jobs)
+        self.timeout = timeout or RtoEstimator()
+        self.stats = PsStats()
+        self._entries: dict[tuple[int, int, int], _Entry] = {}      # (job, sub-model, fragment)
+
+    # ------------------------------------------------------------------ inspection
+    def result(self, job_id: int, submodel_id: int, fragment_id: int) -> np.ndarray | None:
+        e = self._entries.get((job_id, submodel_id, fragment_id))
+        return None if e is None or e.result is None else e.result.copy()
+
+    def incomplete(self) -> list[tuple[int, int, int]]:
+        return [k for k, e in self._entries.items() if e.result is None]
+
+    def reset(self, job_id: int | None = None) -> None:
+        """Forget completed and pending fragments (between all-reduce rounds)."""
+        self._entries = {k: e for k, e in self._entries.items() if job_id is not None and k[0] != job_id}
+
+    # ------------------------------------------------------------------ sans-IO core
+    def start(self, now: float) -> list[bytes]:
+        return []
+
+    def on_frame(self, frame: bytes, now: float) -> list[bytes]:
+        try:
+            pkt = parse_frame(frame, self.lanes)
+        except ProtocolError:
+            self.stats.count("invalid")
+            return []
+        h = pkt.header
+        job = self.jobs.get(h.job_id)
+        if job is None:
+            self.stats.count("foreign")
+            return []
+        kind = _kind(h)
+        self.stats.count(kind)
+        if kind == "reminder":
+            return []                     # one of ours that came back: nothing to add
+        if kind == "resend" and h.worker_id not in job.workers:
+            self.stats.count("unknown_worker")
+            return []
+        if kind != "resend" and (h.bitmap & ~job.mask or h.bitmap == 0):
+            # a drained *held* aggregator (ATP mode) reports bitmap 0xFFFFFFFF and no sums: its
+            # contributions already left as the complete aggregate. Nothing to add.
+            self.stats.count("no_contribution")
+            return []
+        key = (h.job_id, h.submodel_id, h.fragment_id)
+        e = self._entries.get(key)
+        if e is None:
+            t = self.timeout.rto
+            e = self._entries[key] = _Entry(now, now + t, t, self.lanes)
+        if kind == "resend":
+            return self._on_resend(key, e, job, h, pkt.lanes, now)
+        if e.result is not None:
+            self.stats.count("late")      # e.g. a drained partial whose workers were resent
+            return []
+        if h.bitmap & e.net_bitmap:
+            self.stats.count("overlap")   # cannot be split: drop whole, queries complete it
+            return []
+        e.net_sum += pkt.lanes
+        e.net_bitmap |= h.bitmap
+        e.overflow |= Flags.OVERFLOW in h.flags
+        return self._maybe_complete(key, e, job, now)
+
+    def on_timer(self, now: float) -> list[bytes]:
+        out = []
+        for key, e in self._entries.items():
+            if e.result is None and e.deadline <= now:
+                e.attempts += 1
+                job = self.jobs[key[0]]
+                out += self._reminders(key, job)
+                if e.attempts >= 2:
+                    missing = job.mask & ~(e.net_bitmap | e.resend_bitmap)
+                    out += [self._query(key, w, job) for w in job.workers if missing >> w & 1]
+                e.timeout = self.timeout.backoff(e.timeout)
+                e.deadline = now + e.timeout
+        return out
+
+    def next_deadline(self) -> float | None:
+        return min((e.deadline for e in self._entries.values() if e.result is None), default=None)
+
+    def done(self) -> bool:
+        return not self.incomplete()
+
+    # ------------------------------------------------------------------ internals
+    def _on_resend(self, key: tuple[int, int, int], e: _Entry, job: JobConfig, h: InaHeader,
+                   lanes: np.ndarray, now: float) -> list[bytes]:
+        if e.result is not None:
+            # the worker lost the result (or the PS's copy of it): serve it again
+            self.stats.results_resent += 1
+            return [self._result_frame(key, e, h.worker_id, job)]
+        e.resend.setdefault(h.worker_id, lanes.astype(np.int64))   # copies are identical
+        out = self._maybe_complete(key, e, job, now)
+        if e.result is None and not e.reminded:
+            # ESA §5.3 case 1: a worker timed out, so a partial may be stuck waiting for its lost
+            # copy; drain it now rather than after the PS's own timeout
+            e.reminded = True
+            out += self._reminders(key, job)
+        return out
+
+    def _maybe_complete(self, key: tuple[int, int, int], e: _Entry, job: JobConfig, now: float) -> list[bytes]:
+        if (e.net_bitmap | e.resend_bitmap) != job.mask:
+            return []
+        total = e.net_sum.copy()
+        stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
+        for w in stand_ins:
+            total += e.resend[w]
+        if np.any(total > INT32_MAX) or np.any(total < INT32_MIN):
+            e.overflow = True             # saturate, as a switch would
+        e.result = np.clip(total, INT32_MIN, INT32_MAX).astype(np.int32)
+        self.stats.completed += 1
+        if e.attempts == 0 and not e.resend:
+            self.timeout.sample(now - e.created)
+        out = [self._result_frame(key, e, w, job) for w in job.workers]
+        self.stats.results_sent += len(out)
+        if stand_ins:
+            # the stand-ins' first copies may still sit in a switch partial: free that aggregator
+            out += self._reminders(key, job)
+        return out
+
+    def _result_frame(self, key: tuple[int, int, int], e: _Entry, worker: int, job: JobConfig) -> bytes:
+        n = len(job.workers)
+        flags = Flags.RESULT | (Flags.OVERFLOW if e.overflow else Flags(0))
+        h = InaHeader(key[0], 0, key[1], key[2], WORKER_AGGREGATE, n, n, 0, job.mask, flags)
+        ip, mac = job.workers[worker]
+        assert e.result is not None
+        return build_frame(h, e.result, src_ip=self.ip, dst_ip=ip, src_mac=self.mac, dst_mac=self.gateway_mac or mac)
+
+    def _reminders(self, key: tuple[int, int, int], job: JobConfig) -> list[bytes]:
+        out = []
+        zeros = np.zeros(self.lanes, dtype=np.int32)
+        for node in job.nodes_for(key[1]):
+            # ESA: everything but the key is zero; the owning switch fills in its partial
+            h = InaHeader(key[0], node, key[1], key[2], WORKER_AGGREGATE, 0, 0, 0, 0, Flags.REMINDER)
+            out.append(build_frame(h, zeros, src_ip=self.ip, dst_ip=job.reminder_via[node], src_mac=self.mac,
+                                   dst_mac=self.gateway_mac))
+        self.stats.reminders += len(out)
+        return out
+
+    def _query(self, key: tuple[int, int, int], worker: int, job: JobConfig) -> bytes:
+        self.stats.queries += 1
+        h = InaHeader(key[0], 0, key[1], key[2], worker, 0, 0, 0, 0, Flags.REMINDER)
+        ip, mac = job.workers[worker]
+        return build_frame(h, np.zeros(self.lanes, dtype=np.int32), src_ip=self.ip, dst_ip=ip,
+                           src_mac=self.mac, dst_mac=self.gateway_mac or mac)

@@ -1,0 +1,36 @@
+"""Retransmission-timeout estimation shared by the worker and the PS (ESA §6: TCP-style RTO
+with a floor, RTO_min, so that ordinary aggregation delay is not mistaken for loss)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RtoEstimator:
+    """RFC 6298 smoothed RTT / variance; ``rto`` never drops below ``minimum``.
+
+    The "RTT" is what the owner measures: send → result for a worker, entry created → complete
+    for the PS (ESA §6). Samples of retransmitted items must not be fed (Karn's rule).
+    """
+    initial: float = 0.005
+    minimum: float = 0.001
+    maximum: float = 1.0
+    srtt: float | None = None
+    rttvar: float = 0.0
+
+    @property
+    def rto(self) -> float:
+        if self.srtt is None:
+            return max(self.initial, self.minimum)
+        return min(self.maximum, max(self.minimum, self.srtt + 4.0 * self.rttvar))
+
+    def sample(self, rtt: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2.0
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+
+    def backoff(self, current: float) -> float:
+        """Exponential backoff of one item's timeout, capped at ``maximum``."""
+        return min(self.maximum, max(self.minimum, 2.0 * current))

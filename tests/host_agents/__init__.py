@@ -1,0 +1,1 @@
+"""Tests of the host agents (hostlib.worker, hostlib.ps, hostlib.drivers)."""

@@ -1,0 +1,197 @@
+"""The sans-IO cores alone, frames built by hand: windows, timers, queries, and the PS's
+exactness cases (a RESEND racing a switch partial that holds the same worker)."""
+from __future__ import annotations
+
+import numpy as np
+
+from hostlib.protocol import Flags, InaHeader, build_frame, parse_frame
+from hostlib.ps import JobConfig, ParameterServer
+from hostlib.rto import RtoEstimator
+from hostlib.worker import FragmentLabel, Worker
+
+K = 8
+PS_IP = "10.0.9.1"
+WIP = {w: f"10.0.0.{w + 1}" for w in range(4)}
+VIA = {1: "10.0.0.1", 2: "10.0.0.3"}
+
+
+def _worker(w: int = 1, window: int = 3, n_frags: int = 10) -> Worker:
+    wk = Worker(5, w, PS_IP, WIP[w], [FragmentLabel(2, 4, 77)], lanes=K, window=window,
+                rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+    wk.push(np.arange(K * n_frags, dtype=float) / 4.0)
+    return wk
+
+
+def _result(job: int, frag: int, values: np.ndarray, sub: int = 0, dst: str = WIP[1]) -> bytes:
+    h = InaHeader(job, 2, sub, frag, 255, 4, 4, 0, 0b1111, Flags.RESULT)
+    return build_frame(h, values.astype(np.int32), src_ip=PS_IP, dst_ip=dst)
+
+
+def test_worker_window_labels_and_sliding() -> None:
+    wk = _worker()
+    out = [parse_frame(f, K) for f in wk.start(0.0)]
+    assert [p.header.fragment_id for p in out] == [0, 1, 2]                 # window of 3
+    h = out[0].header
+    assert (h.job_id, h.node_id, h.fan_in, h.priority, h.bitmap, h.flags) == (5, 2, 4, 77, 0b10, Flags(0))
+    assert out[1].dst_ip == PS_IP and out[1].src_ip == WIP[1]
+    assert np.array_equal(out[1].lanes, (np.arange(K, 2 * K) / 4.0 * 65536).astype(np.int32))
+    # a result out of order does not slide the window; the first one does
+    assert wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001) == []
+    nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002)]
+    assert nxt == [3, 4]
+    assert np.array_equal(wk.result_fixed()[:2 * K], np.r_[np.full(K, 3), np.full(K, 7)])
+
+
+def test_worker_duplicate_and_foreign_results_are_harmless() -> None:
+    wk = _worker(n_frags=2)
+    wk.start(0.0)
+    r0 = _result(5, 0, np.full(K, 3))
+    wk.on_frame(r0, 0.001)
+    before = wk.result_fixed()
+    assert wk.on_frame(r0, 0.002) == [] and wk.stats.duplicate_results == 1
+    assert wk.on_frame(_result(6, 1, np.full(K, 9)), 0.003) == []            # another job
+    assert wk.on_frame(_result(5, 9, np.full(K, 9)), 0.003) == []            # unknown fragment
+    assert np.array_equal(wk.result_fixed(), before)
+    wk.on_frame(_result(5, 1, np.full(K, -2)), 0.004)
+    assert wk.done() and wk.next_deadline() is None
+    assert wk.on_frame(_result(5, 1, np.full(K, 99)), 0.005) == []            # after done: ignored
+    assert np.allclose(wk.result(), np.r_[np.full(K, 3), np.full(K, -2)] / 65536)
+
+
+def test_worker_timeout_resends_to_ps_with_backoff() -> None:
+    wk = _worker(n_frags=2)
+    wk.start(0.0)
+    assert wk.next_deadline() == 0.01
+    assert wk.on_timer(0.005) == []
+    frames = [parse_frame(f, K) for f in wk.on_timer(0.01)]
+    assert [p.header.fragment_id for p in frames] == [0, 1]
+    assert all(p.header.flags == Flags.RESEND and p.header.node_id == 0 and p.dst_ip == PS_IP for p in frames)
+    assert wk.next_deadline() == 0.01 + 0.02                                 # doubled
+    wk.on_timer(0.03)
+    wk.on_timer(0.07)
+    assert wk.next_deadline() == 0.07 + 0.05                                 # capped at maximum
+    assert wk.stats.resent == 6
+
+
+def test_worker_answers_only_its_own_query() -> None:
+    wk = _worker(n_frags=2)
+    wk.start(0.0)
+    q = InaHeader(5, 0, 0, 1, 1, 0, 0, 0, 0, Flags.REMINDER)
+    (f,) = wk.on_frame(build_frame(q, np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.001)
+    p = parse_frame(f, K)
+    assert p.header.flags == Flags.RESEND and p.header.fragment_id == 1 and p.header.bitmap == 0b10
+    other = q.with_(worker_id=2)
+    assert wk.on_frame(build_frame(other, np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.002) == []
+    stray = InaHeader(5, 2, 0, 1, 255, 0, 0, 0, 0, Flags.REMINDER)           # a reminder no switch owned
+    assert wk.on_frame(build_frame(stray, np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.003) == []
+
+
+# ---------------------------------------------------------------------- the PS
+V = {w: np.arange(K, dtype=np.int64) * (w + 1) + 1000 * w for w in range(4)}
+TOTAL = sum(V.values())
+
+
+def _ps(**jobs_extra: JobConfig) -> ParameterServer:
+    jobs = {5: JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA)}
+    jobs.update({int(k[1:]): v for k, v in jobs_extra.items()})
+    return ParameterServer(PS_IP, jobs, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+
+
+def _contrib(bitmap: int, flags: Flags = Flags(0), job: int = 5, frag: int = 0, node: int = 2) -> bytes:
+    ws = [w for w in range(4) if bitmap >> w & 1]
+    lanes = sum((V[w] for w in ws), np.zeros(K, np.int64)).astype(np.int32)
+    worker = ws[0] if len(ws) == 1 and not flags & Flags.PREEMPTED else 255
+    h = InaHeader(job, 0 if flags & Flags.RESEND else node, 0, frag, worker, 4, len(ws), 0, bitmap, flags)
+    return build_frame(h, lanes, src_ip="10.0.0.9", dst_ip=PS_IP)
+
+
+def _results(frames: list[bytes]) -> dict[str, np.ndarray]:
+    got = {}
+    for f in frames:
+        p = parse_frame(f, K)
+        if Flags.RESULT in p.header.flags:
+            assert p.header.bitmap == 0b1111 and p.header.worker_id == 255
+            got[p.dst_ip] = p.lanes.astype(np.int64)
+    return got
+
+
+def test_ps_resend_racing_a_switch_partial_counts_each_worker_once() -> None:
+    ps = _ps()
+    # w0 timed out and resent while the switch still held {0, 1}; the resend makes the PS remind
+    out = ps.on_frame(_contrib(0b0001, Flags.RESEND), 0.0)
+    assert {parse_frame(f, K).header.node_id for f in out} == {1, 2}
+    assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.001) == []   # the drain
+    assert ps.on_frame(_contrib(0b0100, Flags.COLLISION), 0.002) == []
+    res = _results(ps.on_frame(_contrib(0b1000), 0.003))
+    assert sorted(res) == sorted(WIP.values())
+    assert all(np.array_equal(r, TOTAL) for r in res.values())
+
+
+def test_ps_partial_then_resend_of_a_worker_inside_it() -> None:
+    ps = _ps()
+    ps.on_frame(_contrib(0b0011, Flags.PREEMPTED), 0.0)
+    ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.001)        # w1 already inside the partial
+    ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.001)        # twice
+    ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.002)
+    res = _results(ps.on_frame(_contrib(0b1000, Flags.RESEND), 0.003))
+    assert len(res) == 4 and all(np.array_equal(r, TOTAL) for r in res.values())
+
+
+def test_ps_completed_by_resends_reminds_once_and_ignores_late_drains() -> None:
+    ps = _ps()
+    out = []
+    for w in range(4):
+        out += ps.on_frame(_contrib(1 << w, Flags.RESEND), 0.001 * w)
+    res = _results(out)
+    assert len(res) == 4 and all(np.array_equal(r, TOTAL) for r in res.values())
+    reminders = [parse_frame(f, K) for f in out if parse_frame(f, K).header.flags == Flags.REMINDER]
+    assert len(reminders) == 4         # 2 nodes when the first resend came, 2 to clean up
+    assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.01) == []
+    assert ps.stats.received["late"] == 1
+    assert np.array_equal(ps.result(5, 0, 0), TOTAL)
+    # a worker that lost the result asks again: only it is served
+    res = _results(ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.02))
+    assert list(res) == [WIP[2]] and np.array_equal(res[WIP[2]], TOTAL)
+    assert ps.done() and ps.next_deadline() is None
+
+
+def test_ps_ignores_drained_held_aggregators_and_overlaps() -> None:
+    ps = _ps()
+    held = InaHeader(5, 1, 0, 0, 255, 2, 2, 255, 0xFFFFFFFF, Flags.PREEMPTED | Flags.REMINDER)
+    assert ps.on_frame(build_frame(held, np.zeros(K, np.int32), src_ip="10.0.0.1", dst_ip=PS_IP), 0.0) == []
+    ps.on_frame(_contrib(0b0011, Flags.PREEMPTED), 0.0)
+    ps.on_frame(_contrib(0b0110, Flags.COLLISION), 0.0)      # overlaps w1: cannot be split, dropped
+    assert ps.stats.received["no_contribution"] == 1 and ps.stats.received["overlap"] == 1
+    ps.on_frame(_contrib(0b0100), 0.0)
+    res = _results(ps.on_frame(_contrib(0b1000), 0.0))
+    assert len(res) == 4 and all(np.array_equal(r, TOTAL) for r in res.values())
+
+
+def test_ps_timeouts_remind_then_query_missing_workers() -> None:
+    ps = _ps()
+    ps.on_frame(_contrib(0b0101, Flags.PREEMPTED), 0.0)
+    assert ps.next_deadline() == 0.01
+    first = [parse_frame(f, K) for f in ps.on_timer(0.01)]
+    assert [(p.header.node_id, p.dst_ip) for p in first] == [(1, VIA[1]), (2, VIA[2])]
+    assert all(p.header.flags == Flags.REMINDER and p.header.bitmap == 0 for p in first)
+    assert ps.next_deadline() == 0.03
+    second = [parse_frame(f, K) for f in ps.on_timer(0.03)]
+    queries = [(p.dst_ip, p.header.worker_id) for p in second if p.header.node_id == 0]
+    assert queries == [(WIP[1], 1), (WIP[3], 3)]
+    ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.031)
+    assert _results(ps.on_frame(_contrib(0b1000, Flags.RESEND), 0.032))
+    assert ps.next_deadline() is None
+
+
+def test_ps_keeps_jobs_apart_and_saturates() -> None:
+    ps = _ps(j6=JobConfig({0: ("10.0.1.1", 0), 1: ("10.0.1.2", 0)}))
+    big = InaHeader(6, 0, 0, 0, 0, 2, 1, 0, 0b01)
+    ps.on_frame(build_frame(big, np.full(K, 2**31 - 10, np.int32), src_ip="10.0.1.1", dst_ip=PS_IP), 0.0)
+    ps.on_frame(_contrib(0b0011, Flags.PREEMPTED, job=5), 0.0)     # same key in job 5
+    out = ps.on_frame(build_frame(big.with_(worker_id=1, bitmap=0b10), np.full(K, 100, np.int32),
+                                  src_ip="10.0.1.2", dst_ip=PS_IP), 0.0)
+    pkts = [parse_frame(f, K) for f in out]
+    assert sorted(p.dst_ip for p in pkts) == ["10.0.1.1", "10.0.1.2"]
+    assert all(p.header.flags == Flags.RESULT | Flags.OVERFLOW and p.header.bitmap == 0b11 for p in pkts)
+    assert all(np.all(p.lanes == 2**31 - 1) for p in pkts)
+    assert ps.result(5, 0, 0) is None and ps.incomplete() == [(5, 0, 0)]
