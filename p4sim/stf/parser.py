@@ -12,6 +12,8 @@ tokenised the way ``tools/stf/stf_lexer.py`` does it:
   ``hdr.stack[0].f``; ``$A`` names an entry handle) and may be double-quoted.
 * Statements are not line-delimited in the p4c grammar (only packet data is); this parser
   follows that, so an ``add`` may continue on the next line.
+* As bmv2stf.py sends them: ``packet N`` with no data is an empty packet, and a last lone hex
+  digit is a byte of its own (``packet 0 12 3`` sends 12 03).
 
 p4sim extensions (documented, all backward compatible): ``#`` comments are also accepted after
 packet data (the newest p4c lexer has no comment rule in packet-data mode, older drivers
