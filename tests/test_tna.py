@@ -76,3 +76,31 @@ def test_paired_register_cells_update_in_place() -> None:
     assert s.register_read("Ig.pairs", 0) == (100, 0)
     s.register_write("Ig.pairs", 0, (5, 9))
     assert s.register_read("Ig.pairs", 0) == (5, 9)
+
+
+def test_paired_register_cells_over_p4runtime() -> None:
+    import p4sim.p4runtime  # noqa: F401  (protobuf backend first)
+    from p4.v1 import p4runtime_pb2 as pb
+    from p4rt.client import Client, entity
+
+    from p4sim.p4info import build_p4info
+    from p4sim.p4runtime import P4RuntimeServer
+
+    prog = load_program(str(HERE / "p4tna" / "pair_register.p4"), arch="tna")
+    srv = P4RuntimeServer(Switch(prog), device_id=1)
+    port = srv.start("127.0.0.1:0")
+    client = Client(f"127.0.0.1:{port}")
+    try:
+        client.arbitrate((0, 1))
+        rid = next(r.preamble.id for r in build_p4info(prog.info).registers if r.preamble.name == "Ig.pairs")
+        write = pb.RegisterEntry(register_id=rid)
+        write.index.index = 2
+        write.data.bitstring = ((7 << 32) | 9).to_bytes(8, "big")        # sum 7, count 9
+        client.modify(entity(register_entry=write))
+        assert srv.switch.register_read("Ig.pairs", 2) == (7, 9)
+        read = pb.RegisterEntry(register_id=rid)
+        read.index.index = 1
+        (got,) = client.read(entity(register_entry=read))
+        assert int.from_bytes(got.register_entry.data.bitstring, "big") == (100 << 32)
+    finally:
+        srv.stop()

@@ -189,10 +189,29 @@ def _write_register(p: Pipeline, utype: int, re: p4runtime_pb2.RegisterEntry) ->
         raise InvalidArgument(f"register {reg.name}: data is missing")
     value = p4data_to_int(re.data, reg.bitwidth, reg.signed, f"register {reg.name}")
     indices = _index_range(f"register {reg.name}", reg.size, _index_of(re))
-    raw = value & ((1 << reg.bitwidth) - 1)  # the switch stores the bits
+    raw: int | tuple[int, ...] = value & ((1 << reg.bitwidth) - 1)  # the switch stores the bits
+    if reg.fields:
+        raw = _split_cell(reg, raw)
     with p.switch.lock:
         for i in indices:
             p.switch.register_write(reg.name, i, raw)
+
+
+def _join_cell(reg: Any, values: tuple[int, ...]) -> int:
+    """A struct register cell as one bitstring: fields concatenated MSB first."""
+    v = 0
+    for (_, width), x in zip(reg.fields, values):
+        v = (v << width) | (x & ((1 << width) - 1))
+    return v
+
+
+def _split_cell(reg: Any, value: int) -> tuple[int, ...]:
+    out = []
+    shift = reg.bitwidth
+    for _, width in reg.fields:
+        shift -= width
+        out.append((value >> shift) & ((1 << width) - 1))
+    return tuple(out)
 
 
 def _write_counter(p: Pipeline, utype: int, ce: p4runtime_pb2.CounterEntry) -> None:
@@ -385,6 +404,8 @@ def _read_registers(p: Pipeline, re: p4runtime_pb2.RegisterEntry
         index = _index_of(re) if re.register_id else None
         for i in _index_range(f"register {reg.name}", reg.size, index):
             value = p.switch.register_read(reg.name, i)
+            if reg.fields:
+                value = _join_cell(reg, value)
             msg = p4runtime_pb2.RegisterEntry(register_id=rid)
             msg.index.index = i
             msg.data.CopyFrom(int_to_p4data(value, reg.bitwidth, reg.signed))

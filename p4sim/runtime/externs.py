@@ -136,7 +136,8 @@ class StructRegister:
         if not isinstance(value, tuple) or len(value) != len(self.fields):
             raise errors.InvalidArgument(f"{self.name}: a value is a tuple of {len(self.fields)} fields")
         for (n, width, signed), v in zip(self.fields, value):
-            lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+            # signed fields take a signed value or its raw bits
+            lo, hi = (-(1 << (width - 1)), (1 << width) - 1) if signed else (0, (1 << width) - 1)
             if not lo <= v <= hi:
                 raise errors.InvalidArgument(f"{self.name}: field {n} value {v} does not fit {width} bits")
         self.values[index] = self._new(value)

@@ -120,6 +120,9 @@ class RegisterInfo:
     size: int
     signed: bool = False
     annotations: list[str] = field(default_factory=list)
+    # TNA struct (paired) cells: (name, width) of each field, MSB first. P4Runtime carries such
+    # a cell as one bitstring of `bitwidth` bits, the fields concatenated in this order.
+    fields: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
