@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup test bench reproduce clean
+.PHONY: setup test bench reproduce run-fattree clean
 
 setup:
 	@bash scripts/setup.sh
@@ -22,6 +22,11 @@ reproduce: setup
 	$(PY) -m experiments.inart_rates
 	$(PY) -m experiments.esa_jct
 	$(PY) -m experiments.aro_study
+
+# End-to-end emulation (root, Mininet): GOAT vs ATP on a k=4 fat-tree of p4sim switches,
+# plans installed over P4Runtime; results/fattree/{results.csv,summary.md,fattree.png}.
+run-fattree: setup
+	$(PY) -m emulation.run fattree --out results/fattree
 
 clean:
 	rm -rf .venv build *.egg-info .pytest_cache

@@ -254,7 +254,10 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    // A result replica comes from the job's PS (the original destination), not from the
+    // worker whose fragment completed the sum: hosts drop packets that claim their own address.
     action set_result_dst(ipv4_addr_t ip, mac_addr_t mac) {
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
         hdr.ipv4.dst_addr = ip;
         hdr.ethernet.dst_addr = mac;
     }

@@ -4,7 +4,10 @@
 
 control InaEgress(inout ina_headers_t hdr, inout ina_metadata_t meta,
                   inout standard_metadata_t sm) {
+    // A result replica comes from the job's PS (the original destination), not from the
+    // worker whose fragment completed the sum: hosts drop packets that claim their own address.
     action set_result_dst(ipv4_addr_t ip, mac_addr_t mac) {
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
         hdr.ipv4.dst_addr = ip;
         hdr.ethernet.dst_addr = mac;
     }

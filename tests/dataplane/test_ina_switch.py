@@ -28,6 +28,7 @@ def test_exact_sum_of_n_workers_reaches_every_worker(arch: str) -> None:
     for port, pkt in out:
         w = port - 1
         assert pkt.dst_ip == worker_ip(w)                                 # per-replica rewrite
+        assert pkt.src_ip == PS_IP                                        # results come from the PS
         assert Flags.RESULT in pkt.header.flags
         assert pkt.header.bitmap == 0b1111 and pkt.header.count == 4
         assert pkt.header.worker_id == WORKER_AGGREGATE

@@ -1,0 +1,275 @@
+"""From a plan to data-plane configuration: table operations, fragment labels, PS config.
+
+Pure: no I/O. ``deploy_plan`` turns (Topology, Job, Plan) into a :class:`Deployment` — per
+switch a list of :class:`TableOp` (calls of :class:`controller.ina_tables.InaTables` methods,
+applied with :func:`apply_ops` to an in-process switch or over P4Runtime), per worker the
+:class:`hostlib.worker.FragmentLabel` of each sub-model, and the PS's
+:class:`hostlib.ps.JobConfig`. Used by the Mininet emulation (emulation/install.py).
+
+What gets installed, for one job with a single PS:
+
+* **L3**: a /32 LPM route for every host on every switch. The next hop is the first hop of
+  ``Topology.shortest_path`` (BFS in link order). In Clos fabrics that takes the first uplink
+  everywhere, so the path a→b is the reverse of b→a — ATP needs this: the PS's result must
+  pass back through the switch that holds the aggregator to release it.
+* **INA**: every switch that aggregates (a GOAT node y, an ATP first level or its
+  ``forward_to`` second level) gets its switch id as node id (``ina_node``), the job
+  (``ina_job``; ATP: hold-until-result plus ``ina_release``) and a level (``ina_level``):
+  ``to_node`` for ATP's two-level plans, ``to_multicast`` when a node collects every worker's
+  contribution of all its sub-models (GOAT; the result is final there), else ``to_ps`` (the PS
+  adds the partial to the contributions other workers sent it directly).
+* **Pinned routes**: where a worker's aggregation node is not on its shortest path to the PS
+  (GOAT's detours), ``ina_route`` entries on the switches of a shortest path worker → node
+  whose LPM next hop differs. They match (job, node, worker id) exactly, so aggregates
+  (worker id 255) leaving the node — results, partials — follow the LPM routes again.
+
+Known limits (the data plane's route table cannot match flags or the ingress port): a
+``COLLISION`` fallback leaving a detour node keeps its worker id and can be pinned back to the
+node until its TTL runs out (the worker's RESEND then completes it); and a node that is on no
+route from the PS to a host gets no ``reminder_via`` entry, so the PS cannot drain a partial it
+holds after a loss and completes the fragment from the workers' RESENDs instead (exact, but
+slow under loss).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from hostlib.ps import JobConfig
+from hostlib.worker import FragmentLabel
+
+from .model import Job, Plan, Topology, submodel_key
+
+DEFAULT_POOL = 16384            # aggregators per node: INA_POOL_SIZE of p4src/v1model/ina.p4
+
+
+@dataclass(frozen=True)
+class TableOp:
+    """One call ``InaTables.<method>(*args, **kwargs)``."""
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def of(method: str, *args: Any, **kwargs: Any) -> "TableOp":
+        return TableOp(method, args, tuple(sorted(kwargs.items())))
+
+    def __str__(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{self.method}({', '.join(parts)})"
+
+
+def apply_ops(tables: Any, ops: Iterable[TableOp]) -> int:
+    """Run ``ops`` on an InaTables (or anything with the same methods); returns how many."""
+    n = 0
+    for op in ops:
+        getattr(tables, op.method)(*op.args, **dict(op.kwargs))
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class HostAddress:
+    ip: str
+    mac: str
+
+
+def host_addresses(topo: Topology) -> dict[str, HostAddress]:
+    """10.0.x.y and 02:00:00:00:xx:yy for the i-th host (1-based, topology order); y stays in
+    1..254 so no address looks like a network or broadcast address."""
+    out = {}
+    for i, h in enumerate(topo.hosts(), start=1):
+        x, y = divmod(i - 1, 254)
+        out[h] = HostAddress(f"10.0.{x}.{y + 1}", f"02:00:00:00:{i >> 8 & 0xFF:02x}:{i & 0xFF:02x}")
+    return out
+
+
+def next_hops(topo: Topology) -> dict[str, dict[str, str]]:
+    """switch → host → neighbour to forward to (first hop of a BFS shortest path)."""
+    hops: dict[str, dict[str, str]] = {}
+    for s in topo.switches():
+        hops[s] = {h: topo.shortest_path(s, h)[1] for h in topo.hosts()}
+    return hops
+
+
+def lpm_path(topo: Topology, hops: Mapping[str, Mapping[str, str]], src: str, dst: str) -> list[str]:
+    """The node sequence a packet from host ``src`` to host ``dst`` takes over the LPM routes."""
+    path = [src, topo.tor_of(src)]
+    while path[-1] != dst:
+        if len(path) > len(topo.nodes) + 1:
+            raise RuntimeError(f"routing loop {src} -> {dst}: {path}")
+        path.append(hops[path[-1]][dst])
+    return path
+
+
+@dataclass
+class Deployment:
+    """Everything needed to run one job of a plan on a fabric."""
+    scheme: str
+    job_id: int
+    ps: str
+    workers: list[str]                            # index = worker id
+    addresses: dict[str, HostAddress]
+    submodel_sizes: list[int]                     # gradient elements per sub-model
+    labels: dict[str, list[FragmentLabel]]        # worker host → one label per sub-model
+    job_config: JobConfig
+    ops: dict[str, list[TableOp]]                 # switch → table operations, in order
+    node_ids: dict[str, int] = field(default_factory=dict)   # aggregating switch → node id
+    levels: dict[str, str] = field(default_factory=dict)     # aggregating switch → level kind
+
+    @property
+    def ina_switches(self) -> list[str]:
+        return sorted(self.node_ids, key=self.node_ids.get)   # type: ignore[arg-type]
+
+
+def submodel_elements(job: Job, total_elements: int) -> list[int]:
+    """Split ``total_elements`` gradient values over the job's sub-models in proportion to
+    their sizes (every sub-model gets at least one)."""
+    sizes = [s.size_mb for s in job.submodels]
+    total = sum(sizes)
+    out = [max(1, int(round(total_elements * s / total))) for s in sizes]
+    out[-1] = max(1, total_elements - sum(out[:-1]))
+    return out
+
+
+def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
+                pool_size: int = DEFAULT_POOL, multi_job: bool = False) -> Deployment:
+    """Configuration for ``job`` under ``plan`` (single-PS jobs; see the module docstring)."""
+    if len(job.ps) != 1:
+        raise ValueError(f"job {job.name}: deploy_plan supports one PS, not {len(job.ps)}")
+    ps = job.ps[0]
+    scheme = plan.scheme
+    hold = scheme == "atp"                 # ATP keeps aggregators until the result passes back
+    preempt = scheme == "esa"
+    addr = host_addresses(topo)
+    hops = next_hops(topo)
+    sid = {s: topo.nodes[s].switch_id for s in topo.switches()}
+    wid = {w: i for i, w in enumerate(job.workers)}
+    subs = [submodel_key(job, s, multi_job) for s in job.submodels]
+    forward_to: dict[str, dict[str, str]] = plan.extra.get("forward_to", {}) or {}
+
+    # y: worker → sub-model index → aggregating switch (None: the PS)
+    y: dict[str, list[str | None]] = {
+        w: [plan.aggregation_node.get(w, {}).get(k) for k in subs] for w in job.workers}
+    for w, nodes in y.items():
+        for n in nodes:
+            if n is not None and not topo.nodes[n].programmable:
+                raise ValueError(f"plan {scheme}: {w} aggregates at {n}, which is not programmable")
+
+    # fan-in of each (first-level node, sub-model) and the second level it forwards to
+    fan: dict[tuple[str, int], int] = {}
+    for w in job.workers:
+        for i, n in enumerate(y[w]):
+            if n is not None:
+                fan[(n, i)] = fan.get((n, i), 0) + 1
+    second: dict[tuple[str, int], str] = {}
+    for (n, i) in fan:
+        t = forward_to.get(subs[i], {}).get(n)
+        if t is not None and t != n:
+            second[(n, i)] = t
+
+    # ina_level is per (job, node), not per sub-model: a node may forward to a next level only
+    # if it does so for every sub-model it aggregates, with the same next node and fan-in
+    fan2: dict[tuple[str, int], int] = {}
+    for (n, i), t in second.items():
+        fan2[(t, i)] = fan2.get((t, i), 0) + fan[(n, i)]
+    for (t, i) in list(fan2):
+        # a second level that also aggregates its own workers directly (ATP: the PS's ToR)
+        # completes when both kinds arrived: one fan-in for the partials and the direct labels
+        fan2[(t, i)] += fan.get((t, i), 0)
+    for (t, i) in fan2:
+        if (t, i) in fan:
+            fan[(t, i)] = fan2[(t, i)]
+    levels: dict[str, tuple] = {}
+    first_subs: dict[str, list[int]] = {}
+    for (n, i) in fan:
+        first_subs.setdefault(n, []).append(i)
+    n_workers = len(job.workers)
+    for n, idx in first_subs.items():
+        targets = {(second.get((n, i)), fan2.get((second.get((n, i)), i), 0)) for i in idx}
+        if len(targets) == 1 and next(iter(targets))[0] is not None:
+            t, f = next(iter(targets))
+            levels[n] = ("to_node", t, f)
+        elif not hold and all(fan[(n, i)] == n_workers for i in idx):
+            levels[n] = ("to_multicast",)
+        else:
+            levels[n] = ("to_ps",)
+    for (n, i), t in second.items():
+        if levels[n][0] == "to_node" and t not in levels:
+            full = all(f == n_workers for (tt, _), f in fan2.items() if tt == t)
+            levels[t] = ("to_multicast",) if full and not hold else ("to_ps",)
+    # a second level whose sources fell back to to_ps gets no traffic; drop it unless first-level
+    used = {lv[1] for lv in levels.values() if lv[0] == "to_node"} | set(first_subs)
+    levels = {n: lv for n, lv in levels.items() if n in used}
+
+    ops: dict[str, list[TableOp]] = {s: [] for s in topo.switches()}
+    port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
+    for s in topo.switches():
+        for h in topo.hosts():
+            ops[s].append(TableOp.of("add_lpm", addr[h].ip, 32, port(s, hops[s][h]), dmac=addr[h].mac))
+    for n, lv in levels.items():
+        node = sid[n]
+        ops[n].append(TableOp.of("add_node", node, pool_base=0, pool_size=pool_size))
+        ops[n].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=hold))
+        if hold:
+            ops[n].append(TableOp.of("add_release", job.job_id, node, pool_base=0, pool_size=pool_size))
+        if lv[0] == "to_node":
+            ops[n].append(TableOp.of("level_to_node", job.job_id, node, next_node=sid[lv[1]], next_fan_in=lv[2]))
+        elif lv[0] == "to_multicast":
+            members = [(port(n, hops[n][w]), addr[w].ip, addr[w].mac) for w in job.workers]
+            # one group per (job, node): the switch id keeps groups distinct across nodes
+            ops[n].append(TableOp.of("add_result_group", job.job_id, members, rid_base=1))
+            ops[n].append(TableOp.of("level_to_multicast", job.job_id, node, job.job_id))
+        else:
+            ops[n].append(TableOp.of("level_to_ps", job.job_id, node))
+
+    # pinned routes: worker fragments labelled n must pass n
+    pinned: set[tuple[str, int, int]] = set()
+    for w in job.workers:
+        to_ps = lpm_path(topo, hops, w, ps)
+        for n in {n for n in y[w] if n is not None}:
+            if n in to_ps:
+                continue
+            path = topo.shortest_path(w, n)
+            for a, b in zip(path[1:-1], path[2:]):
+                if hops[a][ps] != b and (a, sid[n], wid[w]) not in pinned:
+                    pinned.add((a, sid[n], wid[w]))
+                    ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac,
+                                             node_id=sid[n], worker_id=wid[w]))
+    for n, lv in levels.items():
+        if lv[0] == "to_node" and lv[1] not in _downstream(topo, hops, n, ps):
+            raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")
+
+    labels = {w: [FragmentLabel(sid[n], fan[(n, i)]) if n is not None else FragmentLabel(0, n_workers)
+                  for i, n in enumerate(y[w])] for w in job.workers}
+    # reminders: a host whose LPM path from the PS crosses the node (workers first)
+    via: dict[int, str] = {}
+    for n in levels:
+        for h in job.workers + [h for h in topo.hosts() if h not in job.workers and h != ps]:
+            if n in lpm_path(topo, hops, ps, h):
+                via[sid[n]] = addr[h].ip
+                break
+    sub_nodes = {i: sorted({sid[n] for n in levels if (n, i) in fan or (n, i) in fan2}) for i in range(len(subs))}
+    cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes)
+    return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
+                      submodel_elements(job, total_elements), labels, cfg, ops,
+                      {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})
+
+
+def _downstream(topo: Topology, hops: Mapping[str, Mapping[str, str]], s: str, dst: str) -> list[str]:
+    """Switches from switch ``s`` to host ``dst`` over the LPM routes (``s`` included)."""
+    path = [s]
+    while path[-1] != dst:
+        path.append(hops[path[-1]][dst])
+    return path[:-1]
+
+
+def ina_fraction(ps_received: Mapping[str, int], worker_fragments: int) -> float:
+    """Share of the workers' first copies that switches aggregated: 1 - (plain + collision
+    fragments the PS received) / (fragments all workers sent)."""
+    direct = ps_received.get("plain", 0) + ps_received.get("collision", 0)
+    return 1.0 - direct / worker_fragments if worker_fragments else 0.0
+
+
+__all__ = ["TableOp", "apply_ops", "HostAddress", "host_addresses", "next_hops", "lpm_path",
+           "Deployment", "deploy_plan", "submodel_elements", "ina_fraction", "DEFAULT_POOL"]

@@ -1,0 +1,159 @@
+"""Worker and PS agents as processes inside Mininet hosts, over UDP (hostlib.drivers.run_udp).
+
+    python -m emulation.agents worker --config FILE
+    python -m emulation.agents ps --config FILE
+
+The config (JSON, written by :func:`worker_config` / :func:`ps_config`) names the agent, its
+addresses and plan labels, and a start protocol: the agent binds its socket, builds its
+gradient, writes ``ready_file``, waits for ``go_file`` (holding a wall-clock start time, so all
+agents begin together), runs, and writes its report as JSON to ``out``:
+
+* worker: completion ``seconds``, ``exact`` (its result == Σ of every worker's fixed-point
+  gradient, regenerated from the seeds), fragments ``sent``/``resent``, ``results`` received,
+  packets and bytes sent/received on its socket;
+* PS: what it received by kind (plain, partial, switch_result, collision, resend, ...), results
+  and reminders sent, packets/bytes received. The PS runs until SIGTERM or ``timeout``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from hostlib.drivers import UdpTransport, run_udp
+from hostlib.protocol import encode_lanes
+from hostlib.ps import JobConfig, ParameterServer
+from hostlib.rto import RtoEstimator
+from hostlib.worker import FragmentLabel, Worker
+
+UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire per datagram
+
+
+class CountingTransport(UdpTransport):
+    """UdpTransport that counts datagrams and wire bytes each way."""
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.counts = {"tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "rx_bytes": 0}
+
+    def send(self, frame: bytes) -> None:
+        super().send(frame)
+        self.counts["tx_packets"] += 1
+        self.counts["tx_bytes"] += len(frame)
+
+    def recv(self, timeout: float) -> bytes | None:
+        frame = super().recv(timeout)
+        if frame is not None:
+            self.counts["rx_packets"] += 1
+            self.counts["rx_bytes"] += len(frame)
+        return frame
+
+
+def gradient(seed: int, n: int) -> np.ndarray:
+    """A worker's gradient: reproducible from its seed, so anyone can compute the exact sum."""
+    return np.random.default_rng(seed).normal(0.0, 4.0, n)
+
+
+def expected_fixed(seeds: Sequence[int], sizes: Sequence[int], lanes: int, scale_bits: int = 16) -> np.ndarray:
+    """Σ over workers of their fixed-point gradients, encoded fragment by fragment as the
+    Worker does (K lanes per fragment, each sub-model starting a new fragment)."""
+    n = sum(sizes)
+    total = np.zeros(n, dtype=np.int64)
+    for seed in seeds:
+        g = gradient(seed, n)
+        off = 0
+        for size in sizes:
+            for s in range(off, off + size, lanes):
+                e = min(s + lanes, off + size)
+                total[s:e] += encode_lanes(g[s:e], scale_bits, lanes)[:e - s]
+            off += size
+    return total
+
+
+def _rto(cfg: dict[str, Any]) -> RtoEstimator:
+    r = cfg.get("rto", {})
+    return RtoEstimator(initial=r.get("initial", 0.3), minimum=r.get("minimum", 0.1), maximum=r.get("maximum", 2.0))
+
+
+def _wait_go(cfg: dict[str, Any]) -> float:
+    """Signal readiness, then sleep until the start time the orchestrator wrote."""
+    Path(cfg["ready_file"]).write_text("ready\n")
+    go = Path(cfg["go_file"])
+    deadline = time.time() + cfg.get("start_timeout", 120.0)
+    while not go.exists() or not go.read_text().strip():
+        if time.time() > deadline:
+            raise TimeoutError("no go signal")
+        time.sleep(0.01)
+    t0 = float(go.read_text())
+    time.sleep(max(0.0, t0 - time.time()))
+    return t0
+
+
+def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    lanes, sizes = cfg["lanes"], cfg["submodel_sizes"]
+    labels = [FragmentLabel(*lab) for lab in cfg["labels"]]
+    wk = Worker(cfg["job_id"], cfg["worker_id"], cfg["ps_ip"], cfg["ip"], labels, mac=cfg["mac"],
+                lanes=lanes, window=cfg.get("window", 8), rto=_rto(cfg))
+    wk.push(gradient(cfg["seed"], sum(sizes)), sizes)
+    want = expected_fixed(cfg["all_seeds"], sizes, lanes)
+    tr = CountingTransport(cfg["ip"], lanes=lanes)
+    try:
+        t0 = _wait_go(cfg)
+        start = time.time()
+        finished = run_udp(wk, tr, cfg.get("timeout", 300.0))
+        seconds = time.time() - start
+    finally:
+        tr.close()
+    exact = bool(finished and np.array_equal(wk.result_fixed(), want))
+    st = wk.stats
+    return {"role": "worker", "host": cfg["host"], "worker_id": cfg["worker_id"], "done": bool(finished),
+            "exact": exact, "seconds": seconds, "start_lag": start - t0, "fragments": sum(-(-n // lanes) for n in sizes),
+            "sent": st.sent, "resent": st.resent, "results": st.results,
+            "duplicate_results": st.duplicate_results, "queries_answered": st.queries_answered,
+            "overflowed": len(st.overflowed), **tr.counts}
+
+
+def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
+    lanes = cfg["lanes"]
+    jobs = {}
+    for jid, j in cfg["jobs"].items():
+        sub_nodes = j.get("submodel_nodes")
+        jobs[int(jid)] = JobConfig({int(w): (ip, mac) for w, (ip, mac) in j["workers"].items()},
+                                   {int(n): ip for n, ip in j.get("reminder_via", {}).items()},
+                                   None if sub_nodes is None else {int(s): list(v) for s, v in sub_nodes.items()})
+    ps = ParameterServer(cfg["ip"], jobs, mac=cfg["mac"], lanes=lanes, timeout=_rto(cfg))
+    stop = {"flag": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))
+    tr = CountingTransport(cfg["ip"], lanes=lanes)
+    try:
+        _wait_go(cfg)
+        run_udp(ps, tr, cfg.get("timeout", 300.0), stop=lambda: stop["flag"])
+    finally:
+        tr.close()
+    st = ps.stats
+    return {"role": "ps", "host": cfg["host"], "received": dict(st.received), "results_sent": st.results_sent,
+            "results_resent": st.results_resent, "reminders": st.reminders, "queries": st.queries,
+            "completed": st.completed, "incomplete": len(ps.incomplete()), **tr.counts}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m emulation.agents")
+    ap.add_argument("role", choices=["worker", "ps"])
+    ap.add_argument("--config", required=True)
+    args = ap.parse_args(argv)
+    cfg = json.loads(Path(args.config).read_text())
+    report = run_worker(cfg) if args.role == "worker" else run_ps(cfg)
+    text = json.dumps(report, indent=1)
+    Path(cfg["out"]).write_text(text + "\n")
+    print(text)
+    return 0 if args.role == "ps" or report["exact"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

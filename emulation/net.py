@@ -1,0 +1,279 @@
+"""A small fluent API over Mininet for p4sim switches (in the spirit of p4-utils).
+
+    net = (EmuNet(topology, bw_scale=5000)
+           .with_switch_options(drop_rate=0.0, seed=1)
+           .build()
+           .start())               # every switch serving, hosts configured
+    try:
+        net.host("h1").cmd("ping -c1 10.0.0.2")
+    finally:
+        net.stop()
+
+* :class:`P4simSwitch` is a Mininet ``Switch`` that runs ``python -m p4sim serve`` in the root
+  namespace on its interfaces, with the port numbers of our :class:`controller.model.Topology`
+  (Mininet names them ``NAME-ethPORT``) and a P4Runtime server on 127.0.0.1.
+* Hosts get 10.0.x.y/8 and 02:00:.. MACs (``controller.deploy.host_addresses``), static ARP for
+  every other host (the switches route on IPv4 only), offloads off (a user-space switch sees
+  unsegmented frames with real checksums only then), no IPv6 (no stray ND/MLD packets) and
+  ``accept_local`` (multicast results may carry the receiver's own IP as source).
+* Links are TCLinks whose bandwidth is the topology's capacity divided by ``bw_scale``
+  (InArt scales 100 Gb/s to 100 Mb/s, i.e. 1000x; the default 5000x gives 20 Mb/s, which a
+  2-core machine running 20 Python switches can roughly keep up with).
+* :meth:`EmuNet.stop` ends only what it started: the p4sim processes and agent processes by
+  their PIDs, then ``Mininet.stop()`` (never ``mn -c``, which would killall/pkill).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+MININET_PATHS = ("/usr/lib/python3/dist-packages",)
+
+
+def _import_mininet() -> None:
+    """Debian's mininet is built for the system Python; appending (not prepending) its
+    dist-packages lets our venv's own packages win while ``mininet`` still resolves."""
+    for p in MININET_PATHS:
+        if p not in sys.path and os.path.isdir(os.path.join(p, "mininet")):
+            sys.path.append(p)
+
+
+_import_mininet()
+from mininet.link import TCLink  # noqa: E402
+from mininet.log import lg  # noqa: E402
+from mininet.net import Mininet  # noqa: E402
+from mininet.node import Host, Switch  # noqa: E402
+
+from controller.deploy import HostAddress, host_addresses  # noqa: E402
+from controller.model import Topology  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "p4src" / "v1model" / "ina.p4"
+READY = "p4sim: serving"
+
+
+def mininet_unavailable_reason() -> str | None:
+    """Why a Mininet net cannot be built here (None if it can)."""
+    if os.geteuid() != 0:
+        return "Mininet needs root"
+    if not any(os.access(os.path.join(d, "mnexec"), os.X_OK) for d in os.environ.get("PATH", "").split(":")):
+        return "mnexec (Debian package mininet) not found"
+    return None
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class P4simSwitch(Switch):
+    """A Mininet switch node running ``python -m p4sim serve`` on its interfaces."""
+
+    def __init__(self, name: str, device_id: int = 1, grpc_port: int = 0, program: str | Path = PROGRAM,
+                 log_dir: str | Path | None = None, drop_rate: float = 0.0, delay_ms: float = 0.0,
+                 jitter_ms: float = 0.0, seed: int = 0, pcap_dir: str | Path | None = None,
+                 **params: Any) -> None:
+        params.setdefault("inNamespace", False)       # root namespace: gRPC on 127.0.0.1
+        Switch.__init__(self, name, dpid=f"{device_id:016x}", **params)
+        self.device_id = device_id
+        self.grpc_port = grpc_port or free_tcp_port()
+        self.program = Path(program)
+        self.log_path = Path(log_dir or "/tmp") / f"p4sim-{name}-{os.getpid()}.log"
+        self.impair = (drop_rate, delay_ms, jitter_ms, seed)
+        self.pcap_dir = pcap_dir
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def command(self) -> list[str]:
+        drop, delay, jitter, seed = self.impair
+        cmd = [sys.executable, "-m", "p4sim", "serve", str(self.program), "--arch", "v1model",
+               "--device-id", str(self.device_id), "--grpc-addr", self.grpc_addr, "--log-level", "warning",
+               "--drop-rate", str(drop), "--delay-ms", str(delay), "--jitter-ms", str(jitter), "--seed", str(seed)]
+        for port, intf in sorted(self.intfs.items()):
+            if intf.name != "lo":
+                cmd += ["-i", f"{port}@{intf.name}"]
+        if self.pcap_dir:
+            cmd += ["--pcap-dir", str(self.pcap_dir)]
+        return cmd
+
+    def start(self, controllers: Iterable[Any] = ()) -> None:
+        for intf in self.intfList():
+            if intf.name != "lo":
+                _quiet_intf(intf.name)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "w")
+        # start_new_session: SIGINT to the experiment does not reach the switch before we stop it
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                                     start_new_session=True)
+        log.close()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise RuntimeError(f"p4sim switch {self.name} exited: {self.log_tail()}")
+            if READY in self.log_path.read_text(errors="replace"):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"p4sim switch {self.name} not ready after {timeout} s: {self.log_tail()}")
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return "(no log)"
+
+    def dump_counters(self) -> None:
+        """SIGUSR1: p4sim logs its port counters (at warning level, so they reach the log)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
+
+    def stop_process(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's signature)
+        self.stop_process()
+        Switch.stop(self, deleteIntfs)
+
+
+def _quiet_intf(name: str, netns_cmd: Any = None) -> None:
+    """Offloads off and IPv6 off on an interface (in the root namespace unless ``netns_cmd``,
+    a Mininet ``node.cmd``, runs it in a host)."""
+    cmds = [f"ethtool -K {name} tx off rx off gso off tso off gro off",
+            f"sysctl -qw net.ipv6.conf.{name}.disable_ipv6=1"]
+    for c in cmds:
+        if netns_cmd is not None:
+            netns_cmd(c + " >/dev/null 2>&1")
+        else:
+            subprocess.run(c.split(), capture_output=True)
+
+
+class EmuNet:
+    """A Mininet network built from a :class:`controller.model.Topology`."""
+
+    def __init__(self, topology: Topology, *, bw_scale: float | None = 5000.0,
+                 log_dir: str | Path | None = None) -> None:
+        self.topology = topology
+        self.bw_scale = bw_scale
+        self.log_dir = Path(log_dir) if log_dir else Path("/tmp") / f"ina-emulation-{os.getpid()}"
+        self.addresses: dict[str, HostAddress] = host_addresses(topology)
+        self.switch_opts: dict[str, Any] = {}
+        self.net: Mininet | None = None
+        self.procs: list[subprocess.Popen] = []      # agent processes we started in hosts
+
+    # ------------------------------------------------------------------ fluent configuration
+    def with_switch_options(self, **opts: Any) -> "EmuNet":
+        """drop_rate, delay_ms, jitter_ms, seed, pcap_dir: passed to every ``p4sim serve``."""
+        self.switch_opts.update(opts)
+        return self
+
+    def link_mbps(self, gbps: float) -> float | None:
+        return None if not self.bw_scale else gbps * 1000.0 / self.bw_scale
+
+    def build(self) -> "EmuNet":
+        topo = self.topology
+        net = Mininet(topo=None, controller=None, host=Host, switch=P4simSwitch, link=TCLink,
+                      build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+        self.net = net
+        for s in topo.switches():
+            net.addSwitch(s, cls=P4simSwitch, device_id=topo.nodes[s].switch_id, log_dir=self.log_dir,
+                          **self.switch_opts)
+        for h in topo.hosts():
+            a = self.addresses[h]
+            net.addHost(h, ip=f"{a.ip}/8", mac=a.mac)
+        level = lg.level
+        lg.setLevel(logging.CRITICAL)     # htb's harmless "quantum ... is big" goes to error()
+        try:
+            for l in topo.links:
+                bw = self.link_mbps(l.capacity_gbps)
+                params: dict[str, Any] = {"bw": bw} if bw else {}
+                net.addLink(l.a, l.b, port1=l.a_port, port2=l.b_port, cls=TCLink, **params)
+        finally:
+            lg.setLevel(level)
+        net.build()
+        return self
+
+    def start(self, timeout: float = 120.0) -> "EmuNet":
+        assert self.net is not None, "build() first"
+        self.net.start()                          # P4simSwitch.start launches every switch
+        for sw in self.switches():
+            sw.wait_ready(timeout)
+        for h in self.topology.hosts():
+            node = self.net.get(h)
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    _quiet_intf(intf.name, node.cmd)
+            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+            # A switch's multicast RESULT keeps the source IP of the fragment that completed
+            # it, so that worker receives a packet "from itself": Linux drops such martians
+            # unless accept_local is on (and rp_filter off) on the receiving interface.
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    node.cmd(f"sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.{intf.name}.rp_filter=0 "
+                             f"net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{intf.name}.accept_local=1")
+            # static ARP for every other host: the switches only route IPv4
+            node.cmd("; ".join(f"arp -s {a.ip} {a.mac}" for o, a in self.addresses.items() if o != h))
+        return self
+
+    # ------------------------------------------------------------------ access
+    def switches(self) -> list[P4simSwitch]:
+        assert self.net is not None
+        return [self.net.get(s) for s in self.topology.switches()]
+
+    def switch(self, name: str) -> P4simSwitch:
+        assert self.net is not None
+        return self.net.get(name)
+
+    def host(self, name: str) -> Host:
+        assert self.net is not None
+        return self.net.get(name)
+
+    def popen(self, host: str, cmd: list[str], **kwargs: Any) -> subprocess.Popen:
+        """Start ``cmd`` in ``host``'s namespace; tracked, and ended by :meth:`stop`."""
+        proc = self.host(host).popen(cmd, cwd=str(REPO), **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    # ------------------------------------------------------------------ shutdown
+    def stop(self) -> None:
+        """Idempotent; ends only our processes (by PID), then Mininet's own nodes and links."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+        self.procs.clear()
+        net, self.net = self.net, None
+        if net is None:
+            return
+        for sw in net.switches:                   # before Mininet deletes their interfaces
+            if isinstance(sw, P4simSwitch):
+                sw.stop_process()
+        net.stop()
+
+    def __enter__(self) -> "EmuNet":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

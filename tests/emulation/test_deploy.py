@@ -1,0 +1,98 @@
+"""controller/deploy.py (pure): plan → table operations, labels and PS config, checked by
+walking the installed routes (no Mininet needed)."""
+from __future__ import annotations
+
+import pytest
+
+from controller.deploy import TableOp, apply_ops, deploy_plan, host_addresses, ina_fraction, submodel_elements
+from controller.model import Job, SubModel
+from controller.schemes import run_scheme
+from controller.topologies import fat_tree
+
+
+def _setup(fraction: float):
+    topo = fat_tree(4, programmable_fraction=fraction, memory_bytes=1_000_000, seed=0)
+    hosts = topo.hosts()
+    job = Job("j", hosts[:6], [hosts[-1]], [SubModel(f"g{i}", 0.5) for i in range(4)], job_id=1)
+    return topo, job
+
+
+def _walk(topo, dep, worker: str, node_id: int) -> list[str]:
+    """Switches a first copy labelled ``node_id`` from ``worker`` visits until that node absorbs
+    it or it reaches the PS: pinned route (job, node, worker) first, else the /32 LPM."""
+    wid = dep.workers.index(worker)
+    ps_ip = dep.addresses[dep.ps].ip
+    port_to = {s: {l.port_of(s): l.other(s) for l in topo.links_of(s)} for s in topo.switches()}
+    at, seen = topo.tor_of(worker), []
+    while at in port_to:
+        seen.append(at)
+        if dep.node_ids.get(at) == node_id:
+            return seen
+        ops = dep.ops[at]
+        pin = [o for o in ops if o.method == "add_route" and dict(o.kwargs)["node_id"] == node_id
+               and dict(o.kwargs)["worker_id"] == wid]
+        lpm = [o for o in ops if o.method == "add_lpm" and o.args[0] == ps_ip]
+        at = port_to[at][pin[0].args[1] if pin else lpm[0].args[2]]
+        assert len(seen) < 20, seen
+    return seen + [at]
+
+
+@pytest.mark.parametrize("scheme,fraction", [("goat", 0.2), ("atp", 0.2), ("goat", 1.0), ("atp", 1.0)])
+def test_every_first_copy_reaches_its_aggregation_node(scheme: str, fraction: float) -> None:
+    topo, job = _setup(fraction)
+    dep = deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=4000)
+    assert dep.ina_switches
+    for w in job.workers:
+        for lab in dep.labels[w]:
+            path = _walk(topo, dep, w, lab.node_id)
+            if lab.node_id:
+                assert dep.node_ids[path[-1]] == lab.node_id
+            else:
+                assert path[-1] == dep.ps
+    # fan-in of a (node, sub-model) = the workers labelled with it (or the partials' total)
+    for i in range(len(job.submodels)):
+        by_node: dict[int, int] = {}
+        for w in job.workers:
+            lab = dep.labels[w][i]
+            if lab.node_id:
+                by_node[lab.node_id] = by_node.get(lab.node_id, 0) + 1
+        for w in job.workers:
+            lab = dep.labels[w][i]
+            if lab.node_id:
+                assert lab.fan_in >= by_node[lab.node_id]
+    assert sum(dep.submodel_sizes) == 4000
+
+
+def test_goat_on_sparse_fat_tree_multicasts_and_pins_detours() -> None:
+    topo, job = _setup(0.2)
+    dep = deploy_plan(topo, job, run_scheme("goat", topo, [job]), total_elements=4000)
+    assert set(dep.levels.values()) == {"to_multicast"}
+    assert any(o.method == "add_route" for ops in dep.ops.values() for o in ops)
+    atp = deploy_plan(topo, job, run_scheme("atp", topo, [job]), total_elements=4000)
+    assert set(atp.levels.values()) == {"to_ps"}          # ATP: results via the PS (release)
+    assert all(("add_release" in [o.method for o in atp.ops[s]]) for s in atp.node_ids)
+
+
+def test_atp_two_level_fan_in() -> None:
+    topo, job = _setup(1.0)
+    dep = deploy_plan(topo, job, run_scheme("atp", topo, [job]), total_elements=4000)
+    to_node = [dict(o.kwargs) for ops in dep.ops.values() for o in ops if o.method == "level_to_node"]
+    assert to_node and all(k["next_fan_in"] == len(job.workers) for k in to_node)
+
+
+def test_helpers() -> None:
+    topo, job = _setup(0.2)
+    a = host_addresses(topo)
+    assert a["h1"].ip == "10.0.0.1" and len({x.ip for x in a.values()}) == len(a)
+    assert sum(submodel_elements(job, 10)) == 10 and min(submodel_elements(job, 10)) >= 1
+    assert ina_fraction({"plain": 25, "collision": 5}, 100) == pytest.approx(0.7)
+
+    class Rec:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def __getattr__(self, name: str):
+            return lambda *a, **k: self.calls.append((name, a, k))
+    r = Rec()
+    assert apply_ops(r, [TableOp.of("add_lpm", "10.0.0.1", 32, 2, dmac="02:00:00:00:00:01")]) == 1
+    assert r.calls == [("add_lpm", ("10.0.0.1", 32, 2), {"dmac": "02:00:00:00:00:01"})]
