@@ -20,7 +20,7 @@
   (InArt scales 100 Gb/s to 100 Mb/s, i.e. 1000x; the default 5000x gives 20 Mb/s, which a
   2-core machine running 20 Python switches can roughly keep up with).
 * :meth:`EmuNet.stop` ends only what it started: the p4sim processes and agent processes by
-  their PIDs, then ``Mininet.stop()`` (never ``mn -c``, which would killall/pkill).
+  their PIDs, then ``Mininet.stop()`` (never Mininet's global clean-up command).
 """
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ class Host:
 
 
 class VethTopology:
-    """Namespaces + veth pairs, cleaned up on :meth:`cleanup` (idempotent)."""
+    """Namespaces + veth pairs, cleaned up on :meth:`teardown` (idempotent)."""
 
     def __init__(self, prefix: str | None = None, *, offloads_off: bool = True) -> None:
         # short: interface names are limited to 15 characters
@@ -153,7 +153,7 @@ class VethTopology:
 
     def popen(self, argv: Sequence[str], ns: str | None = None, **kw: object
               ) -> subprocess.Popen[bytes]:
-        """Start a process (in ``ns`` if given); it is terminated (by pid) on cleanup."""
+        """Start a process (in ``ns`` if given); it is terminated (by pid) on teardown."""
         full = list(argv) if ns is None else ["ip", "netns", "exec", ns, *argv]
         p = subprocess.Popen(full, **kw)  # type: ignore[call-overload]
         self._procs.append(p)
@@ -166,8 +166,8 @@ class VethTopology:
         self._sockets.append(s)
         return HostSocket(s)
 
-    # -- cleanup --------------------------------------------------------------------------
-    def cleanup(self) -> None:
+    # -- teardown -------------------------------------------------------------------------
+    def teardown(self) -> None:
         for s in self._sockets:
             s.close()
         self._sockets.clear()
@@ -185,7 +185,7 @@ class VethTopology:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.cleanup()
+        self.teardown()
 
 
 def stop_process(p: subprocess.Popen[bytes], timeout: float = 5.0) -> int | None:
@@ -215,7 +215,7 @@ def veth_topology() -> Iterator[Callable[..., VethTopology]]:
         yield make
     finally:
         for t in made:
-            t.cleanup()
+            t.teardown()
 
 
 # ------------------------------------------------------------------------------ sockets
