@@ -1008,13 +1008,17 @@ class Compiler:
         outer = ctx.scope
         ctx.scope = Scope(outer)
         try:
-            for item in b.items:
-                if isinstance(item, (ast.VarDecl, ast.ConstDecl, ast.Instantiation)):
-                    self.compile_local_decl(item, ctx)
-                else:
-                    self.compile_stmt(item, ctx)
+            self.compile_items(b.items, ctx)
         finally:
             ctx.scope = outer
+
+    def compile_items(self, items: list[ast.Node], ctx: BodyCtx) -> None:
+        """Statements and local declarations, in the current scope."""
+        for item in items:
+            if isinstance(item, (ast.VarDecl, ast.ConstDecl, ast.Instantiation)):
+                self.compile_local_decl(item, ctx)
+            else:
+                self.compile_stmt(item, ctx)
 
     def compile_stmt(self, s: ast.Stmt, ctx: BodyCtx) -> None:
         w = ctx.w

@@ -60,11 +60,7 @@ def compile_parser(c: "Compiler", decl: ast.ParserDecl, ctx: "BodyCtx") -> None:
                 outer = ctx.scope
                 ctx.scope = Scope(outer)
                 try:
-                    for item in s.statements:
-                        if isinstance(item, (ast.VarDecl, ast.ConstDecl, ast.Instantiation)):
-                            c.compile_local_decl(item, ctx)
-                        else:
-                            c.compile_stmt(item, ctx)
+                    c.compile_items(s.statements, ctx)
                     _transition(c, s, numbers, ctx, pkt)
                 finally:
                     ctx.scope = outer
