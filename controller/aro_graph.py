@@ -208,22 +208,8 @@ class TaskGraph:
         dropped = set(drop)
         keep = {n for n in self.kind if n not in dropped}
         # forward from workers, backward from the PS
-        fwd = {n for n in keep if self.kind[n] == "w"}
-        q = deque(fwd)
-        while q:
-            u = q.popleft()
-            for v in self.succ[u]:
-                if v in keep and v not in fwd:
-                    fwd.add(v)
-                    q.append(v)
-        bwd = {self.ps_id} if self.ps_id in keep else set()
-        q = deque(bwd)
-        while q:
-            u = q.popleft()
-            for v in self.pred[u]:
-                if v in keep and v not in bwd:
-                    bwd.add(v)
-                    q.append(v)
+        fwd = _reachable({n for n in keep if self.kind[n] == "w"}, self.succ, keep)
+        bwd = _reachable({self.ps_id} if self.ps_id in keep else set(), self.pred, keep)
         alive = fwd & bwd
         if any(self.worker_id(w) not in alive for w in self.task.workers):
             return None
@@ -521,3 +507,16 @@ def valley_free(path: list[str], tier: Mapping[str, int]) -> bool:
     while k + 1 < len(t) and t[k + 1] < t[k]:
         k += 1
     return k == len(t) - 1
+
+
+def _reachable(start: set[str], edges: Mapping[str, Iterable[str]], keep: set[str]) -> set[str]:
+    """Nodes of ``keep`` reachable from ``start`` along ``edges`` (BFS)."""
+    seen = set(start)
+    q = deque(start)
+    while q:
+        u = q.popleft()
+        for v in edges[u]:
+            if v in keep and v not in seen:
+                seen.add(v)
+                q.append(v)
+    return seen

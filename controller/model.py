@@ -20,6 +20,15 @@ class ModelError(ValueError):
     """A topology, job or plan file is malformed; the message names the file and the field."""
 
 
+def _bad_input(source: str, e: Exception) -> ModelError:
+    """One clear line for a malformed file (a ModelError already says what is wrong)."""
+    if isinstance(e, ModelError):
+        return e
+    if isinstance(e, KeyError):
+        return ModelError(f"{source}: missing field {e}")
+    return ModelError(f"{source}: bad field: {e}")
+
+
 @dataclass
 class Node:
     name: str
@@ -140,12 +149,8 @@ class Topology:
                 raise ModelError(f"{source}: {str(e).split(': ', 1)[-1]}") from None
             topo.validate(source)
             return topo
-        except ModelError:
-            raise
-        except KeyError as e:
-            raise ModelError(f"{source}: missing field {e}") from None
-        except (TypeError, ValueError, AttributeError) as e:
-            raise ModelError(f"{source}: bad field: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise _bad_input(source, e) from None
 
     def validate(self, source: str = "<topology>") -> None:
         """Type checks JSON cannot express (a string capacity would load silently otherwise)."""
@@ -273,12 +278,8 @@ class Job:
             job = cls(submodels=subs, **rest)
             job.validate(source=source)
             return job
-        except ModelError:
-            raise
-        except KeyError as e:
-            raise ModelError(f"{source}: missing field {e}") from None
-        except (TypeError, ValueError, AttributeError) as e:
-            raise ModelError(f"{source}: bad field: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise _bad_input(source, e) from None
 
     def validate(self, topology: "Topology | None" = None, source: str = "<job>") -> None:
         """Field types, and (with a topology) that workers and PSs are distinct hosts in it."""
