@@ -1,10 +1,20 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup test bench reproduce run-fattree clean
+.PHONY: setup lock test bench reproduce run-fattree clean
 
 setup:
 	@bash scripts/setup.sh
+
+# Re-resolve requirements.lock (every Python dependency, exact versions) from pyproject.toml's
+# ranges with pip-tools, upgrading to the newest versions the registries offer. Commit the result
+# together with the pyproject.toml change that needed it.
+PIP_TOOLS := pip-tools==7.4.1
+lock:
+	@test -x .venv-lock/bin/pip-compile || { python3 -m venv .venv-lock && .venv-lock/bin/pip install -q $(PIP_TOOLS); }
+	CUSTOM_COMPILE_COMMAND="make lock" .venv-lock/bin/pip-compile -q --upgrade --extra test --all-build-deps \
+	    --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
+	    -o requirements.lock pyproject.toml
 
 # Run the whole test suite.
 test: setup
@@ -29,4 +39,4 @@ run-fattree: setup
 	$(PY) -m emulation.run fattree --out results/fattree
 
 clean:
-	rm -rf .venv build *.egg-info .pytest_cache
+	rm -rf .venv .venv-lock build *.egg-info .pytest_cache

@@ -116,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--seed", type=int, default=0)
     plan.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                       help="scheme option (VALUE parsed as JSON when it parses)")
+    plan.add_argument("--verbose", action="store_true", help="show the LP/MILP solver's log on stdout")
     plan.add_argument("-o", "--output")
 
     chk = sub.add_parser("check", help="check a plan; exit 1 on any violation")
@@ -212,6 +213,8 @@ def _parse_opts(items: Sequence[str]) -> dict[str, Any]:
 def cmd_plan(a: argparse.Namespace) -> None:
     topo, jobs = _load_inputs(a.topology, a.job)
     options = {"seed": a.seed, **_parse_opts(a.opt)}
+    if a.verbose:
+        options["verbose"] = True
     try:
         plan = run_scheme(a.scheme, topo, jobs, options)
     except SchemeUnavailable as e:

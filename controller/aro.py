@@ -62,131 +62,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import highspy
-import numpy as np
 
 from controller.aro_graph import (Edge, PhysLink, Task, TaskGraph, app_select, best_rates,
                                   build_task_graph, capacities, down_hosts, drop_switches,
                                   jobs_of, make_tasks, objective_value, pipe_map, route_loads,
                                   sro_stage1_drop, tiers)
 from controller.model import Job, Plan, Topology
-
-INF = highspy.kHighsInf
-
-
-# ----------------------------------------------------------------------------- a small MILP builder
-@dataclass
-class _MilpResult:
-    values: list[float]
-    objective: float | None
-    bound: float | None
-    status: str            # "optimal" | "feasible" | "infeasible" | "error"
-    seconds: float
-
-
-class _Milp:
-    """Column/row lists passed to HiGHS in one go (or to CBC through PuLP, for cross-checks)."""
-
-    def __init__(self) -> None:
-        self.lb: list[float] = []
-        self.ub: list[float] = []
-        self.cost: list[float] = []
-        self.integer: list[bool] = []
-        self.rows: list[tuple[list[int], list[float], float, float]] = []
-
-    def var(self, lb: float = 0.0, ub: float = INF, integer: bool = False, cost: float = 0.0) -> int:
-        self.lb.append(lb)
-        self.ub.append(ub)
-        self.integer.append(integer)
-        self.cost.append(cost)
-        return len(self.lb) - 1
-
-    def row(self, idx: list[int], val: list[float], lo: float = -INF, hi: float = INF) -> None:
-        self.rows.append((idx, val, lo, hi))
-
-    @property
-    def size(self) -> dict[str, int]:
-        return {"cols": len(self.lb), "int_cols": int(sum(self.integer)), "rows": len(self.rows)}
-
-    def solve(self, *, maximize: bool, time_limit: float | None, gap: float, seed: int,
-              start: list[float] | None = None, solver: str = "highs") -> _MilpResult:
-        t0 = time.perf_counter()
-        if solver == "cbc":
-            return self._solve_cbc(maximize, time_limit, gap, t0)
-        lp = highspy.HighsLp()
-        lp.num_col_ = len(self.lb)
-        lp.num_row_ = len(self.rows)
-        lp.col_cost_ = np.array(self.cost, dtype=float)
-        lp.col_lower_ = np.array(self.lb, dtype=float)
-        lp.col_upper_ = np.array(self.ub, dtype=float)
-        lp.row_lower_ = np.array([r[2] for r in self.rows], dtype=float)
-        lp.row_upper_ = np.array([r[3] for r in self.rows], dtype=float)
-        starts = np.zeros(len(self.rows) + 1, dtype=np.int32)
-        starts[1:] = np.cumsum([len(r[0]) for r in self.rows])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.num_col_ = lp.num_col_
-        lp.a_matrix_.num_row_ = lp.num_row_
-        lp.a_matrix_.start_ = starts
-        lp.a_matrix_.index_ = np.array([i for r in self.rows for i in r[0]], dtype=np.int32)
-        lp.a_matrix_.value_ = np.array([v for r in self.rows for v in r[1]], dtype=float)
-        lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
-                           for b in self.integer]
-        lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("random_seed", int(seed))
-        h.setOptionValue("mip_rel_gap", float(gap))
-        h.setOptionValue("threads", 1)
-        if time_limit is not None:
-            h.setOptionValue("time_limit", max(0.5, float(time_limit)))
-        h.passModel(lp)
-        if start is not None:
-            sol = highspy.HighsSolution()
-            sol.col_value = list(start)
-            sol.value_valid = True
-            h.setSolution(sol)
-        h.run()
-        ms = h.getModelStatus()
-        info = h.getInfo()
-        has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        if ms == highspy.HighsModelStatus.kOptimal:
-            status = "optimal"
-        elif ms == highspy.HighsModelStatus.kInfeasible:
-            status = "infeasible"
-        elif has_sol:
-            status = "feasible"
-        else:
-            status = "error"
-        values = list(h.getSolution().col_value) if has_sol else []
-        bound = info.mip_dual_bound if has_sol or status == "optimal" else None
-        if bound is not None and not math.isfinite(bound):
-            bound = None
-        return _MilpResult(values, info.objective_function_value if has_sol else None, bound,
-                           status, time.perf_counter() - t0)
-
-    def _solve_cbc(self, maximize: bool, time_limit: float | None, gap: float, t0: float) -> _MilpResult:
-        import pulp
-        prob = pulp.LpProblem("aro", pulp.LpMaximize if maximize else pulp.LpMinimize)
-        xs = [prob.add_variable(f"c{k}", lowBound=None if self.lb[k] <= -INF else self.lb[k],
-                              upBound=None if self.ub[k] >= INF else self.ub[k],
-                              cat="Integer" if self.integer[k] else "Continuous")
-              for k in range(len(self.lb))]
-        prob += pulp.lpSum(c * xs[k] for k, c in enumerate(self.cost) if c)
-        for n, (idx, val, lo, hi) in enumerate(self.rows):
-            expr = pulp.lpSum(v * xs[i] for i, v in zip(idx, val))
-            if lo == hi:
-                prob += expr == lo, f"r{n}"
-            else:
-                if lo > -INF:
-                    prob += expr >= lo, f"r{n}l"
-                if hi < INF:
-                    prob += expr <= hi, f"r{n}u"
-        prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=gap))
-        st = pulp.LpStatus[prob.status]
-        status = {"Optimal": "optimal", "Infeasible": "infeasible"}.get(st, "error")
-        vals = [x.value() or 0.0 for x in xs] if status == "optimal" else []
-        obj = pulp.value(prob.objective) if vals else None
-        return _MilpResult(vals, obj, obj, status, time.perf_counter() - t0)
+from controller.solver import INF, Limits, LinearModel, Solution, solve
 
 
 # ----------------------------------------------------------------------------- the routing part
@@ -197,7 +79,7 @@ class _Routing:
     ub: dict[Edge, int]                # edge -> U_e, the most flows that can use it
 
 
-def _add_routing(m: _Milp, g: TaskGraph) -> _Routing:
+def _add_routing(m: LinearModel, g: TaskGraph) -> _Routing:
     mf = g.max_flows()
     cols: dict[Edge, int] = {}
     ubs: dict[Edge, int] = {}
@@ -209,14 +91,14 @@ def _add_routing(m: _Milp, g: TaskGraph) -> _Routing:
         out = [cols[(n, v)] for v in g.succ[n]]
         inn = [cols[(u, n)] for u in g.pred[n]]
         if k == "w":                                    # Eq. (5): one flow per worker
-            m.row(out, [1.0] * len(out), 1.0, 1.0)
+            m.row([(c, 1.0) for c in out], 1.0, 1.0)
         elif k == "inp":                                # Eqs. (7)-(8): x = 1 iff any input
             x = out[0]
             for u in g.pred[n]:
-                m.row([cols[(u, n)], x], [1.0, -float(ubs[(u, n)])], hi=0.0)
-            m.row([x] + inn, [1.0] + [-1.0] * len(inn), hi=0.0)
+                m.row([(cols[(u, n)], 1.0), (x, -float(ubs[(u, n)]))], hi=0.0)
+            m.row([(x, 1.0)] + [(c, -1.0) for c in inn], hi=0.0)
         elif k in ("cs", "op"):                         # Eq. (9): conservation
-            m.row(inn + out, [1.0] * len(inn) + [-1.0] * len(out), 0.0, 0.0)
+            m.row([(c, 1.0) for c in inn] + [(c, -1.0) for c in out], 0.0, 0.0)
     return _Routing(cols, ubs)
 
 
@@ -250,6 +132,10 @@ class _Problem:
     seed: int
     gap: float
     solver: str
+    verbose: bool = False
+
+    def limits(self, time_limit: float) -> Limits:
+        return Limits(time_limit, self.gap, self.seed, verbose=self.verbose)
 
     @property
     def multi_job(self) -> bool:
@@ -262,23 +148,22 @@ class _Problem:
         return min(firsts + lasts)
 
 
-def _extract(res: _MilpResult, routing: Mapping[str, _Routing]) -> dict[str, dict[Edge, int]]:
+def _extract(res: Solution, routing: Mapping[str, _Routing]) -> dict[str, dict[Edge, int]]:
     return {t: {e: int(round(res.values[c])) for e, c in r.y.items()} for t, r in routing.items()}
 
 
 def _solve_common_rate(p: _Problem, graphs: Mapping[str, TaskGraph], ratio: Mapping[str, float], *,
                        m_lb: float | None, start: Mapping[str, Mapping[Edge, int]] | None,
-                       time_limit: float | None) -> tuple[_MilpResult, dict[str, dict[Edge, int]], float | None, float | None]:
+                       time_limit: float) -> tuple[Solution, dict[str, dict[Edge, int]], float | None, float | None]:
     """CR model: min z s.t. Eqs. (4)-(9) and Σ_i ratio_i y[i]_e ≤ b_e z; returns (result, y, m, m_ub)."""
-    m = _Milp()
+    m = LinearModel()
     routing = {t: _add_routing(m, g) for t, g in graphs.items()}
     z = m.var(0.0, 1.0 / m_lb if m_lb else INF, cost=1.0)
     for ln, uses in _links_of(graphs).items():
-        m.row([routing[t].y[e] for t, e in uses] + [z],
-              [ratio[t] for t, _ in uses] + [-p.caps[ln]], hi=0.0)
+        m.row([(routing[t].y[e], ratio[t]) for t, e in uses] + [(z, -p.caps[ln])], hi=0.0)
     st = None
     if start is not None:
-        st = [0.0] * len(m.lb)
+        st = [0.0] * m.num_cols
         zmax = 0.0
         loads: dict[PhysLink, float] = {}
         for t, r in routing.items():
@@ -291,9 +176,8 @@ def _solve_common_rate(p: _Problem, graphs: Mapping[str, TaskGraph], ratio: Mapp
         for ln, ld in loads.items():
             zmax = max(zmax, ld / p.caps[ln])
         st[z] = zmax
-    res = m.solve(maximize=False, time_limit=time_limit, gap=p.gap, seed=p.seed, start=st,
-                  solver=p.solver)
-    if not res.values:
+    res = solve(m, maximize=False, limits=p.limits(time_limit), start=st, backend=p.solver)
+    if not res.has_solution:
         return res, {}, None, None
     y = _extract(res, routing)
     zv = res.values[z]
@@ -306,10 +190,10 @@ def _solve_common_rate(p: _Problem, graphs: Mapping[str, TaskGraph], ratio: Mapp
 def _solve_bx(p: _Problem, graphs: Mapping[str, TaskGraph], *, r_lo: Mapping[str, float],
               r_hi: Mapping[str, float], obj_lo: float | None, m_bounds: tuple[float, float | None],
               start: tuple[Mapping[str, Mapping[Edge, int]], Mapping[str, float]] | None,
-              time_limit: float | None) -> tuple[_MilpResult, dict[str, dict[Edge, int]], dict[str, float]]:
+              time_limit: float) -> tuple[Solution, dict[str, dict[Edge, int]], dict[str, float]]:
     """BX model: the exact binary-expansion MILP of Eqs. (2)/(3)-(10); rates in Gb/s or quanta."""
     q = p.quantum or 1.0
-    m = _Milp()
+    m = LinearModel()
     tasks = {t.name: t for t in p.tasks if t.name in graphs}
     jobs = jobs_of(list(tasks.values()))
     multi = len(jobs) > 1
@@ -323,10 +207,10 @@ def _solve_bx(p: _Problem, graphs: Mapping[str, TaskGraph], *, r_lo: Mapping[str
         mlo, mhi = m_bounds
         mcol = m.var(mlo / q, (mhi / q) if mhi is not None else INF, cost=1.0)
         for ts in jobs.values():
-            m.row([mcol] + [rc[t.name] for t in ts], [1.0] + [-t.beta for t in ts], hi=0.0)
+            m.row([(mcol, 1.0)] + [(rc[t.name], -t.beta) for t in ts], hi=0.0)
     if obj_lo is not None:   # a known feasible objective: a valid cut that helps pruning
         cols = list(rc.values()) + ([mcol] if mcol is not None else [])
-        m.row(cols, [m.cost[c] for c in cols], lo=obj_lo / q)
+        m.row([(c, m.cost[c]) for c in cols], lo=obj_lo / q)
     prod: dict[tuple[str, Edge], list[tuple[int, int, int]]] = {}   # (bit col, g col, weight)
     cap_terms: dict[PhysLink, tuple[list[int], list[float]]] = {}
     for t, g in graphs.items():
@@ -340,13 +224,13 @@ def _solve_bx(p: _Problem, graphs: Mapping[str, TaskGraph], *, r_lo: Mapping[str
                 bits = [(y, 1)]
             else:
                 bits = [(m.var(0.0, 1.0, integer=True), 1 << k) for k in range(U.bit_length())]
-                m.row([y] + [b for b, _ in bits], [1.0] + [-float(w) for _, w in bits], 0.0, 0.0)
+                m.row([(y, 1.0)] + [(b, -float(w)) for b, w in bits], 0.0, 0.0)
             terms = []
             for b, w in bits:
                 gk = m.var(0.0, R)
-                m.row([gk, rc[t], b], [1.0, -1.0, -R], lo=-R)   # g ≥ r − R(1−b)
+                m.row([(gk, 1.0), (rc[t], -1.0), (b, -R)], lo=-R)   # g ≥ r − R(1−b)
                 if L > 0:
-                    m.row([gk, b], [1.0, -L], lo=0.0)           # g ≥ L b
+                    m.row([(gk, 1.0), (b, -L)], lo=0.0)           # g ≥ L b
                 terms.append((b, gk, w))
             prod[(t, e)] = terms
             ci, cv = cap_terms.setdefault(ln, ([], []))
@@ -354,11 +238,11 @@ def _solve_bx(p: _Problem, graphs: Mapping[str, TaskGraph], *, r_lo: Mapping[str
             cv.extend(float(w) for _, _, w in terms)
     for ln, (ci, cv) in cap_terms.items():
         cap = math.floor(p.caps[ln] / q + 1e-9) if p.quantum else p.caps[ln]
-        m.row(ci, cv, hi=float(cap))
+        m.row(zip(ci, cv), hi=float(cap))
     st = None
     if start is not None:
         sy, sr = start
-        st = [0.0] * len(m.lb)
+        st = [0.0] * m.num_cols
         for t, r in routing.items():
             for e, c in r.y.items():
                 st[c] = float(sy[t].get(e, 0))
@@ -374,9 +258,8 @@ def _solve_bx(p: _Problem, graphs: Mapping[str, TaskGraph], *, r_lo: Mapping[str
                 st[gk] = st[rc[t]] * bit
         if mcol is not None:
             st[mcol] = min(sum(tasks[t.name].beta * st[rc[t.name]] for t in ts) for ts in jobs.values())
-    res = m.solve(maximize=True, time_limit=time_limit, gap=p.gap, seed=p.seed, start=st,
-                  solver=p.solver)
-    if not res.values:
+    res = solve(m, maximize=True, limits=p.limits(time_limit), start=st, backend=p.solver)
+    if not res.has_solution:
         return res, {}, {}
     rates = {t: res.values[rc[t]] * q for t in graphs}
     if res.objective is not None:
@@ -397,7 +280,7 @@ def _routes_and_rates(p: _Problem, topology: Topology, graphs: Mapping[str, Task
 
 def _optimize(p: _Problem, topology: Topology, graphs: Mapping[str, TaskGraph], *,
               m_lb: float | None, start: Mapping[str, Mapping[Edge, int]] | None,
-              time_limit: float | None, work_conserving: bool, label: str) -> _Sol:
+              time_limit: float, work_conserving: bool, label: str) -> _Sol:
     """Solve Eqs. (1)/(2)/(3) s.t. (4)-(10) on ``graphs``: CR first, then BX where needed."""
     t0 = time.perf_counter()
     stages: list[dict[str, Any]] = []
@@ -436,7 +319,7 @@ def _optimize(p: _Problem, topology: Topology, graphs: Mapping[str, TaskGraph], 
     else:
         m_lo, m_hi = 0.0, None
         r_lo = {t: 0.0 for t in graphs}
-    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    left = max(1.0, time_limit - (time.perf_counter() - t0))
     res2, y2, rates2 = _solve_bx(p, graphs, r_lo=r_lo, r_hi=r_hi, obj_lo=obj0 * (1 - 1e-7),
                                  m_bounds=(m_lo, m_hi), start=(y, rates0), time_limit=left)
     stages.append({"stage": f"{label}:BX", "status": res2.status, "seconds": round(res2.seconds, 3),
@@ -503,9 +386,9 @@ def solve_aro(topology: Topology, jobs: list[Job], *, accelerated: bool = False,
               pipelines: int | None = None, seed: int = 0,
               quantize: int | None = None, sro: bool | None = None, app_alpha: float | None = None,
               mu: float = 0.001, beta: Mapping[str, float] | None = None,
-              time_limit: float | None = None, gap: float | None = None,
+              time_limit: float = 600.0, gap: float | None = None,
               work_conserving: bool | None = None, aggregators: set[str] | None = None,
-              solver: str = "highs") -> Plan:
+              solver: str = "highs", verbose: bool = False) -> Plan:
     """Route and rate all aggregation tasks of ``jobs`` with ARO (§III).
 
     ``accelerated=False`` solves the exact model (Eqs. 1-10, continuous rates, ARO-RAW in
@@ -530,7 +413,7 @@ def solve_aro(topology: Topology, jobs: list[Job], *, accelerated: bool = False,
     caps = capacities(topology)
     bbar = max(caps[ln] for g in graphs.values() for ln in g.link.values() if ln is not None)  # Eq. (11)
     p = _Problem(tasks, caps, pipe, aggs, mu, (bbar / quantize) if quantize else None, seed,
-                 gap if gap is not None else (1e-4 if accelerated else 1e-6), solver)
+                 gap if gap is not None else (1e-4 if accelerated else 1e-6), solver, verbose)
     extra: dict[str, Any] = {"tasks": {t.name: {"job": t.job, "ps": t.ps, "workers": list(t.workers)}
                                        for t in tasks},
                              "variant": _variant_name(sro, app_alpha, quantize),
@@ -688,7 +571,7 @@ from controller.schemes import register  # noqa: E402  (registry imports this mo
 
 def _options_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("pipelines", "seed", "quantize", "sro", "app_alpha", "mu", "beta", "time_limit", "gap",
-            "work_conserving", "solver")
+            "work_conserving", "solver", "verbose")
     return {k: options[k] for k in keys if k in options}
 
 

@@ -28,13 +28,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-import highspy
 import numpy as np
 
 from controller.model import Job, ModelError, Topology, task_key
+from controller.solver import INF, Limits, LinearModel, solve
 
 Edge = tuple[str, str]            # (source node id, target node id) in a task graph
 PhysLink = tuple[str, str]        # directed physical link (u, v)
+_RATE_LP_TIME_LIMIT = 120.0      # s; a rate LP has one column per task and solves in milliseconds
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -454,37 +455,27 @@ def best_rates(tasks: list[Task], loads: Mapping[str, Mapping[PhysLink, int]],
     """
     jobs = jobs_of(tasks)
     multi = len(jobs) > 1
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    n = len(tasks)
-    ub = [min((caps[l] / c for l, c in loads[t.name].items() if c), default=0.0) for t in tasks]
-    col = {t.name: k for k, t in enumerate(tasks)}
-    cost = [0.0] * (n + 1)
-    lo = [0.0] * (n + 1)
-    hi = ub + [highspy.kHighsInf if multi else 0.0]
+    lp = LinearModel()
+    col: dict[str, int] = {}
     for t in tasks:
-        cost[col[t.name]] = (mu if multi else 1.0) * t.beta
-        if fixed and t.name in fixed:
-            lo[col[t.name]] = hi[col[t.name]] = fixed[t.name]
-    cost[n] = 1.0 if multi else 0.0
-    h.addVars(n + 1, np.array(lo), np.array(hi))
-    h.changeColsCost(n + 1, np.arange(n + 1, dtype=np.int32), np.array(cost))
+        ub = min((caps[l] / c for l, c in loads[t.name].items() if c), default=0.0)
+        lo, hi = (fixed[t.name], fixed[t.name]) if fixed and t.name in fixed else (0.0, ub)
+        col[t.name] = lp.var(lo, hi, cost=(mu if multi else 1.0) * t.beta)
     by_link: dict[PhysLink, list[tuple[int, float]]] = {}
     for t in tasks:
         for l, c in loads[t.name].items():
             if c:
                 by_link.setdefault(l, []).append((col[t.name], float(c)))
     for l, terms in by_link.items():
-        h.addRow(-highspy.kHighsInf, caps[l], len(terms),
-                 np.array([i for i, _ in terms], dtype=np.int32), np.array([c for _, c in terms]))
+        lp.row(terms, hi=caps[l])
     if multi:
+        m = lp.var(0.0, INF, cost=1.0)            # min_s β_s Σ r of Eq. (3)
         for ts in jobs.values():
-            idx = [col[t.name] for t in ts] + [n]
-            val = [-t.beta for t in ts] + [1.0]
-            h.addRow(-highspy.kHighsInf, 0.0, len(idx), np.array(idx, dtype=np.int32), np.array(val))
-    h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-    h.run()
-    x = list(h.getSolution().col_value)
+            lp.row([(col[t.name], -t.beta) for t in ts] + [(m, 1.0)], hi=0.0)
+    sol = solve(lp, maximize=True, limits=Limits(_RATE_LP_TIME_LIMIT))
+    if not sol.has_solution:
+        raise ModelError(f"rate LP is {sol.status}")
+    x = sol.values
     rates = {t.name: max(0.0, x[col[t.name]]) for t in tasks}
     return rates, objective_value(tasks, rates, mu)
 

@@ -39,7 +39,7 @@ and which one the LP solver returns decides how much KRGS aggregates in the netw
 therefore minimises, over the LP's optimal face, the PS traffic (one aggregate per switch plus
 every worker sent to the PS) as a second objective; the LP bound is unchanged (``tie_break``).
 
-Algorithms: ``solve_gina_ilp`` (exact, PuLP + HiGHS or CBC), ``solve_gina_lp`` (the LP relaxation:
+Algorithms: ``solve_gina_ilp`` (exact: HiGHS, or CBC through PuLP), ``solve_gina_lp`` (the LP relaxation:
 a lower bound on Eq. 1, an upper bound on Eq. 4), ``krgs`` (Alg. 1, randomized rounding with
 knapsacks, optional repair) and ``goat_async`` / ``choose_k`` (Alg. 2, §V). All are pure and
 seeded; schemes "goat", "goat-ilp", "goat-lp" and "goat-async" are registered at the bottom.
@@ -51,18 +51,19 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
 from controller.model import Job, ModelError, Plan, Topology, submodel_key
+from controller.solver import Limits, LinearModel, Solution, solve
 
 Objective = Literal["eq1", "eq4"]
 Candidates = Literal["all", "on_path"]
 _EPS = 1e-7          # LP values below this are zero (solver tolerances are ~1e-9)
 _INF = math.inf
+_LP_TIME_LIMIT = 600.0       # s per LP solve; the §VII-D relaxations take seconds at most
 
 
 # ============================================================================ instance
@@ -149,14 +150,8 @@ def build_instance(topology: Topology, jobs: Job | Sequence[Job], *, compress: b
 
 @dataclass
 class _Model:
-    """Solver-neutral linear model: min cost.x, row_lo <= A x <= row_hi (A row-wise, CSR)."""
-    cost: np.ndarray
-    upper: np.ndarray
-    start: np.ndarray
-    index: np.ndarray
-    value: np.ndarray
-    row_lo: np.ndarray
-    row_hi: np.ndarray
+    """GINA's linear model (min ``lp.cost``·x) and where its variables are."""
+    lp: LinearModel
     x_col: dict[tuple[int, int], int]             # (g, s) -> column
     u_col: dict[tuple[int, int, int], int]        # (class, g, node) -> column; node == n_s is the PS
     sign: float                                   # objective value = sign * (cost . x)
@@ -176,7 +171,8 @@ def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objec
     return objective == "eq4" or d_ws <= d_wa
 
 
-def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidates) -> _Model:
+def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidates,
+                 integer: bool = False) -> _Model:
     n_s = inst.n_s
     eq1: list[float] = []           # Eq. 1 coefficients (min)
     eq4: list[float] = []           # Eq. 4 coefficients (max)
@@ -217,138 +213,24 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
         cols = [(x_col[(g, s)], float(inst.sub_mb[g])) for g in range(len(inst.sub_mb)) if (g, s) in x_col]
         if cols and sum(v for _, v in cols) > inst.mem_mb[s] + 1e-9:          # else never binding
             rows.append(([c_ for c_, _ in cols], [v for _, v in cols], -_INF, float(inst.mem_mb[s])))
-    start = np.zeros(len(rows) + 1, dtype=np.int64)
-    for i, r in enumerate(rows):
-        start[i + 1] = start[i] + len(r[0])
-    c1, c4 = np.array(eq1), np.array(eq4)
-    return _Model(c1 if objective == "eq1" else -c4, np.array(upper), start,
-                  np.array([i for r in rows for i in r[0]], dtype=np.int64),
-                  np.array([v for r in rows for v in r[1]], dtype=float),
-                  np.array([r[2] for r in rows]), np.array([r[3] for r in rows]),
-                  x_col, u_col, 1.0 if objective == "eq1" else -1.0, np.array(ps))
+    lp = LinearModel()
+    for c1, c4, ub in zip(eq1, eq4, upper):
+        lp.var(0.0, ub, cost=c1 if objective == "eq1" else -c4, integer=integer)
+    for idx, val, lo, hi in rows:
+        lp.row(zip(idx, val), lo, hi)
+    return _Model(lp, x_col, u_col, 1.0 if objective == "eq1" else -1.0, np.array(ps))
 
 
-@dataclass
-class _Solution:
-    status: str                  # "optimal", "time_limit", "infeasible", ...
-    values: np.ndarray
-    objective: float             # in the sense of the chosen objective (Eq. 1 min or Eq. 4 max)
-    seconds: float
-
-
-def _solve_highspy(m: _Model, integer: bool, time_limit: float | None, tie_break: bool) -> _Solution:
-    import highspy
-    lp = highspy.HighsLp()
-    lp.num_col_ = len(m.cost)
-    lp.num_row_ = len(m.row_lo)
-    lp.col_cost_ = m.cost
-    lp.col_lower_ = np.zeros(len(m.cost))
-    lp.col_upper_ = m.upper
-    inf = highspy.kHighsInf
-    lp.row_lower_ = np.where(np.isinf(m.row_lo), -inf, m.row_lo)
-    lp.row_upper_ = np.where(np.isinf(m.row_hi), inf, m.row_hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = m.start
-    lp.a_matrix_.index_ = m.index
-    lp.a_matrix_.value_ = m.value
-    if integer:
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * len(m.cost)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    if time_limit:
-        h.setOptionValue("time_limit", float(time_limit))
-    t0 = time.perf_counter()
-    h.passModel(lp)
-    h.run()
-    status = _highs_status(h)
-    vals = np.array(h.getSolution().col_value) if status in ("optimal", "time_limit") else np.zeros(len(m.cost))
-    if tie_break and status == "optimal":
-        # second phase on the optimal face, warm-started from the first
-        z = float(m.cost @ vals)
-        nz = np.flatnonzero(m.cost)
-        h.addRow(-inf, z + _face_tol(z), len(nz), nz.astype(np.int32), m.cost[nz])
-        h.changeColsCost(len(m.cost), np.arange(len(m.cost), dtype=np.int32), m.cost2)
-        h.run()
-        if _highs_status(h) == "optimal":
-            vals = np.array(h.getSolution().col_value)
-    return _Solution(status, vals, m.sign * float(m.cost @ vals), time.perf_counter() - t0)
-
-
-def _highs_status(h: Any) -> str:
-    import highspy
-    st = h.getModelStatus()
-    return {highspy.HighsModelStatus.kOptimal: "optimal",
-            highspy.HighsModelStatus.kInfeasible: "infeasible",
-            highspy.HighsModelStatus.kTimeLimit: "time_limit"}.get(st, h.modelStatusToString(st).lower())
-
-
-def _face_tol(z: float) -> float:
-    """Slack on the primary objective when optimising the tie-break over the optimal face."""
-    return 1e-7 * max(1.0, abs(z))
-
-
-def _solve_pulp(m: _Model, integer: bool, solver: str, time_limit: float | None,
-                tie_break: bool) -> _Solution:
-    import pulp
-    prob = pulp.LpProblem("gina", pulp.LpMinimize)
-    cat = pulp.LpInteger if integer else pulp.LpContinuous
-    v = [prob.add_variable(f"v{i}", 0, float(m.upper[i]), cat) for i in range(len(m.cost))]
-
-    def lin(coef: np.ndarray) -> Any:
-        return pulp.lpSum(float(c) * v[i] for i, c in enumerate(coef) if c)
-
-    prob += lin(m.cost)
-    for r in range(len(m.row_lo)):
-        a, b = int(m.start[r]), int(m.start[r + 1])
-        expr = pulp.lpSum(float(m.value[k]) * v[int(m.index[k])] for k in range(a, b))
-        lo, hi = m.row_lo[r], m.row_hi[r]
-        if lo == hi:
-            prob += expr == float(lo)
-        else:
-            if math.isfinite(lo):
-                prob += expr >= float(lo)
-            if math.isfinite(hi):
-                prob += expr <= float(hi)
-    if solver == "cbc":
-        with warnings.catch_warnings():     # PuLP 3 deprecates the bundled CBC, the only one here
-            warnings.simplefilter("ignore", DeprecationWarning)
-            sol = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=1)
-    elif solver == "highs":
-        sol = pulp.HiGHS(msg=False, timeLimit=time_limit, threads=1)
-    else:
-        raise ValueError(f"unknown solver {solver!r} (use 'highs' or 'cbc')")
-
-    def run() -> tuple[str, np.ndarray]:
-        prob.solve(sol)
-        st = pulp.LpStatus[prob.status].lower()
-        if st == "optimal" and getattr(prob, "sol_status", 1) == pulp.LpSolutionIntegerFeasible:
-            st = "time_limit"                   # stopped with an incumbent, not proven optimal
-        return st, np.array([x.value() or 0.0 for x in v])
-
-    t0 = time.perf_counter()
-    status, vals = run()
-    if tie_break and status == "optimal":
-        z = float(m.cost @ vals)
-        prob += lin(m.cost) <= z + _face_tol(z)
-        prob.setObjective(lin(m.cost2))
-        st2, vals2 = run()
-        if st2 == "optimal":
-            vals = vals2
-    return _Solution(status, vals, m.sign * float(m.cost @ vals), time.perf_counter() - t0)
-
-
-def _solve(m: _Model, integer: bool, backend: str, time_limit: float | None,
-           tie_break: bool = False) -> _Solution:
+def _solve(m: _Model, backend: str, limits: Limits, tie_break: bool = False) -> Solution:
     """Optimise the chosen objective. With ``tie_break``, then minimise the PS traffic
-    (``_Model.cost2``) over the optimal face (primary <= optimum + 1e-7 relative). Ties are
-    common: a switch exactly as far from a worker as the PS costs that worker the same in Eq. 1,
-    yet aggregating there spares the PS."""
-    if backend == "highspy":
-        return _solve_highspy(m, integer, time_limit, tie_break)
-    if backend in ("highs", "cbc"):
-        return _solve_pulp(m, integer, backend, time_limit, tie_break)
-    raise ValueError(f"unknown backend {backend!r} (use 'highspy', 'highs' or 'cbc')")
+    (``_Model.cost2``) over the optimal face. Ties are common: a switch exactly as far from a
+    worker as the PS costs that worker the same in Eq. 1, yet aggregating there spares the PS.
+    The solution's objective is the chosen equation's value (Eq. 1 min or Eq. 4 max)."""
+    sol = solve(m.lp, maximize=False, limits=limits, backend=backend,
+                then_minimize=m.cost2 if tie_break else None)
+    if not sol.has_solution:
+        return sol
+    return replace(sol, objective=m.sign * sol.objective)      # the first phase's optimum
 
 
 # ============================================================================ evaluation
@@ -465,20 +347,20 @@ def _objective_of(metrics: Mapping[str, Any], objective: Objective) -> float:
 
 def solve_gina_ilp(topology: Topology, job: Job | Sequence[Job], *, solver: str = "highs",
                    objective: Objective = "eq1", candidates: Candidates = "all",
-                   time_limit: float | None = 60.0, tie_break: bool = False) -> Plan:
-    """Exact GINA (Eq. 1, or Eq. 4 with ``objective="eq4"``) with PuLP; ``solver`` "highs" or "cbc".
+                   time_limit: float = 60.0, tie_break: bool = False, verbose: bool = False) -> Plan:
+    """Exact GINA (Eq. 1, or Eq. 4 with ``objective="eq4"``); ``solver`` "highs" or "cbc".
 
     Meant for small instances (the ILP is NP-hard, §IV). ``plan.status`` is "optimal" when proved
-    optimal, "time_limit" when the limit stopped the search with an incumbent. ``plan.objective``
+    optimal, "feasible" when ``time_limit`` (s) stopped the search with an incumbent. ``plan.objective``
     is the chosen objective's value; ``plan.extra`` holds every metric of ``evaluate_plan``.
     ``tie_break`` re-optimises the other equation over the optimal face (see ``_solve``; off by
     default because the second MIP can take much longer than the first).
     """
     jobs = _as_jobs(job)
     inst = build_instance(topology, jobs)
-    m = _build_model(inst, objective, candidates)
-    sol = _solve(m, True, solver, time_limit, tie_break)
-    if sol.status not in ("optimal", "time_limit"):
+    m = _build_model(inst, objective, candidates, integer=True)
+    sol = _solve(m, solver, Limits(time_limit, verbose=verbose), tie_break)
+    if not sol.has_solution:
         return Plan("goat-ilp", [j.name for j in jobs], status=sol.status, solve_seconds=sol.seconds)
     plan = _plan_from_integral(inst, m, sol.values, "goat-ilp")
     met = evaluate_plan(topology, jobs, plan, inst)
@@ -487,7 +369,7 @@ def solve_gina_ilp(topology: Topology, job: Job | Sequence[Job], *, solver: str 
     plan.status = sol.status
     plan.solve_seconds = sol.seconds
     plan.extra = {"objective_name": objective, "sense": "min" if objective == "eq1" else "max",
-                  "solver": solver, "variables": len(m.cost), "constraints": len(m.row_lo), **met}
+                  "solver": solver, "variables": m.lp.num_cols, "constraints": m.lp.num_rows, **met}
     return plan
 
 
@@ -496,7 +378,7 @@ class GinaLp:
     """Optimal LP relaxation of GINA: x~ (sub-model, switch) and y~ (class, sub-model, node)."""
     inst: GinaInstance
     model: _Model
-    solution: _Solution
+    solution: Solution
     objective: Objective
     candidates: Candidates
 
@@ -512,8 +394,8 @@ class GinaLp:
 
 
 def relax(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
-          candidates: Candidates = "all", backend: str = "highspy", tie_break: bool = True,
-          compress: bool = True) -> GinaLp:
+          candidates: Candidates = "all", backend: str = "highs", tie_break: bool = True,
+          compress: bool = True, verbose: bool = False) -> GinaLp:
     """Step 1 of Alg. 1: solve the LP relaxation (x, y in [0, 1]) of Eq. 1 / Eq. 4.
 
     With ``tie_break`` (default) the optimal solution returned is, among the LP optima, one that
@@ -522,15 +404,15 @@ def relax(topology: Topology, job: Job | Sequence[Job], *, objective: Objective 
     """
     inst = build_instance(topology, _as_jobs(job), compress=compress)
     m = _build_model(inst, objective, candidates)
-    sol = _solve(m, False, backend, None, tie_break)
+    sol = _solve(m, backend, Limits(_LP_TIME_LIMIT, verbose=verbose), tie_break)
     if sol.status != "optimal":
         raise ModelError(f"GINA LP relaxation is {sol.status}")
     return GinaLp(inst, m, sol, objective, candidates)
 
 
 def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Objective = "eq1",
-                  candidates: Candidates = "all", backend: str = "highspy",
-                  max_detail: int = 5000, tie_break: bool = True) -> Plan:
+                  candidates: Candidates = "all", backend: str = "highs",
+                  max_detail: int = 5000, tie_break: bool = True, verbose: bool = False) -> Plan:
     """The LP relaxation of GINA as a Plan: ``bound`` (and ``extra["lp_objective"]``) is the LP
     optimum, a lower bound on Eq. 1 (upper bound on Eq. 4) for every integral plan that respects
     memory. It is a bound, not an installable plan: ``objective`` is None, ``aggregation_node``
@@ -540,7 +422,7 @@ def solve_gina_lp(topology: Topology, job: Job | Sequence[Job], *, objective: Ob
     node "PS" for alpha).
     """
     lp = relax(topology, job, objective=objective, candidates=candidates, backend=backend,
-               tie_break=tie_break)
+               tie_break=tie_break, verbose=verbose)
     return _lp_plan(lp, max_detail)
 
 
@@ -556,7 +438,7 @@ def _lp_plan(lp: GinaLp, max_detail: int) -> Plan:
     plan.submodel_switches = {k: sorted(v) for k, v in xs.items()}
     plan.extra = {"objective_name": lp.objective, "sense": "min" if lp.objective == "eq1" else "max",
                   "lp_objective": lp.solution.objective, "relaxation": True,
-                  "variables": len(lp.model.cost), "constraints": len(lp.model.row_lo), "x": xs}
+                  "variables": lp.model.lp.num_cols, "constraints": lp.model.lp.num_rows, "x": xs}
     n_pairs = sum(len(c.workers) for c in inst.classes) * len(inst.sub_keys)
     if n_pairs <= max_detail:
         ys: dict[str, dict[str, dict[str, float]]] = {}
@@ -594,8 +476,8 @@ def min_max_partition(values: Sequence[float], k: int) -> list[list[int]]:
 
 def krgs(topology: Topology, job: Job | Sequence[Job], seed: int = 0, *,
          k_rule: Literal["floor", "ceil"] = "floor", objective: Objective = "eq1",
-         candidates: Candidates = "all", repair: bool = False, backend: str = "highspy",
-         tie_break: bool = True, lp: GinaLp | None = None) -> Plan:
+         candidates: Candidates = "all", repair: bool = False, backend: str = "highs",
+         tie_break: bool = True, lp: GinaLp | None = None, verbose: bool = False) -> Plan:
     """KRGS, Alg. 1: LP relaxation, knapsack-based rounding of x, randomized choice of y.
 
     Step 2: for each sub-model g, ``k(g) = floor(sum_s x~_g^s)`` (the paper's text and Lemma 3,
@@ -627,7 +509,7 @@ def krgs(topology: Topology, job: Job | Sequence[Job], seed: int = 0, *,
     t0 = time.perf_counter()
     jobs = _as_jobs(job)
     lp = lp if lp is not None else relax(topology, jobs, objective=objective, candidates=candidates,
-                                         backend=backend, tie_break=tie_break)
+                                         backend=backend, tie_break=tie_break, verbose=verbose)
     inst = lp.inst
     rng = np.random.default_rng(seed)
     n_s = inst.n_s
@@ -912,7 +794,8 @@ from controller.schemes import register  # noqa: E402  (schemes imports this mod
 
 
 def _common(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {"objective": options.get("objective", "eq1"), "candidates": options.get("candidates", "all")}
+    return {"objective": options.get("objective", "eq1"), "candidates": options.get("candidates", "all"),
+            "verbose": bool(options.get("verbose", False))}
 
 
 @register("goat")
@@ -920,7 +803,7 @@ def _scheme_goat(topology: Topology, jobs: list[Job], options: dict[str, Any]) -
     """KRGS (Alg. 1). Options: seed (0), repair (True: a plan for switches must fit their memory;
     false gives Alg. 1's raw rounding), k_rule, objective, candidates, backend."""
     return krgs(topology, jobs, int(options.get("seed", 0)), repair=bool(options.get("repair", True)),
-                k_rule=options.get("k_rule", "floor"), backend=options.get("backend", "highspy"),
+                k_rule=options.get("k_rule", "floor"), backend=options.get("backend", "highs"),
                 **_common(options))
 
 
@@ -933,8 +816,8 @@ def _scheme_goat_ilp(topology: Topology, jobs: list[Job], options: dict[str, Any
 
 @register("goat-lp")
 def _scheme_goat_lp(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
-    """LP relaxation (bound). Options: backend ("highspy", "highs", "cbc"), objective, candidates."""
-    return solve_gina_lp(topology, jobs, backend=options.get("backend", "highspy"), **_common(options))
+    """LP relaxation (bound). Options: backend ("highs" or "cbc"), objective, candidates."""
+    return solve_gina_lp(topology, jobs, backend=options.get("backend", "highs"), **_common(options))
 
 
 @register("goat-async")

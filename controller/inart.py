@@ -71,11 +71,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-import highspy
 import numpy as np
 
 from controller.model import Job, ModelError, Plan, Topology, task_key
 from controller.schemes import SchemeFn, register
+from controller.solver import Limits, LinearModel, Solution, solve
 
 Variant = Literal["r-inart", "l-inart", "equal-split"]
 Aggregation = Literal["any", "tor", "none"]
@@ -90,58 +90,13 @@ _TIE = 1e-5          # weight of the split tie-break in the relaxations' objecti
 
 
 # ----------------------------------------------------------------------------- LP helper
-class _LP:
-    """Collects columns and rows, solves with HiGHS in one pass (why: per-row Python calls
-    into HiGHS dominate the time on the 54-host fat-tree)."""
+_LP_TIME_LIMIT = 600.0   # s per LP; the 54-host fat-tree relaxations solve in about a second
 
-    def __init__(self) -> None:
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-        self.cost: list[float] = []
-        self.rlo: list[float] = []
-        self.rhi: list[float] = []
-        self.starts: list[int] = []
-        self.idx: list[int] = []
-        self.val: list[float] = []
 
-    def var(self, lo: float = 0.0, hi: float = INF, cost: float = 0.0) -> int:
-        self.lo.append(lo)
-        self.hi.append(hi)
-        self.cost.append(cost)
-        return len(self.lo) - 1
-
-    def row(self, terms: Sequence[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
-        self.starts.append(len(self.idx))
-        for i, c in terms:
-            self.idx.append(i)
-            self.val.append(c)
-        self.rlo.append(lo)
-        self.rhi.append(hi)
-        return len(self.rlo) - 1
-
-    def solve(self) -> tuple[str, float, np.ndarray, np.ndarray]:
-        """Maximise; returns (status, objective, column values, row duals)."""
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        # Interior point with crossover: a vertex like simplex, about twice as fast on the
-        # fat-tree relaxations (which are highly degenerate for simplex).
-        h.setOptionValue("solver", "ipm")
-        h.setOptionValue("threads", 1)
-        inf = highspy.kHighsInf
-        fix = lambda a: np.array([inf if v == INF else (-inf if v == -INF else v) for v in a])
-        n = len(self.lo)
-        h.addVars(n, fix(self.lo), fix(self.hi))
-        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost, dtype=float))
-        if self.rlo:
-            h.addRows(len(self.rlo), fix(self.rlo), fix(self.rhi), len(self.idx),
-                      np.array(self.starts, dtype=np.int32), np.array(self.idx, dtype=np.int32),
-                      np.array(self.val, dtype=float))
-        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        h.run()
-        status = h.modelStatusToString(h.getModelStatus()).lower()
-        sol = h.getSolution()
-        return (status, h.getInfo().objective_function_value,
-                np.array(sol.col_value), np.array(sol.row_dual))
+def _solve_lp(lp: LinearModel, inst: "_Instance") -> Solution:
+    """Maximise. Interior point with crossover: a vertex like simplex, about twice as fast on
+    the fat-tree relaxations (which are highly degenerate for simplex)."""
+    return solve(lp, maximize=True, limits=Limits(_LP_TIME_LIMIT, method="ipm", verbose=inst.verbose))
 
 
 # ----------------------------------------------------------------------------- instance
@@ -158,6 +113,7 @@ class _Instance:
     direct: dict[tuple[str, str], list[Path]] = field(default_factory=dict)   # (s, w)
     up: dict[tuple[str, str], list[Path]] = field(default_factory=dict)       # (v, w)
     down: dict[tuple[str, str], list[Path]] = field(default_factory=dict)     # (v, s)
+    verbose: bool = False                                                     # solver log
 
 
 def _bfs(topo: Topology, src: str) -> dict[str, int]:
@@ -207,7 +163,7 @@ def _residual(cap: float, used: float) -> float:
 
 
 def _build_instance(topo: Topology, job: Job, aggregation: Aggregation, k_paths: int,
-                    max_detour: int, background: Mapping[str, float]) -> _Instance:
+                    max_detour: int, background: Mapping[str, float], verbose: bool = False) -> _Instance:
     workers, ps = list(dict.fromkeys(job.workers)), list(dict.fromkeys(job.ps))
     if not workers or not ps:
         raise ModelError(f"job {job.name}: InArt needs at least one worker and one PS")
@@ -258,7 +214,7 @@ def _build_instance(topo: Topology, job: Job, aggregation: Aggregation, k_paths:
                 d = dist[s][w]
                 cand[(s, w)] = [v for v in switch_cap
                                 if dist_w[w].get(v, INF) + dist[v].get(s, INF) <= d + max_detour]
-    inst = _Instance(topo, workers, ps, switch_cap, ps_cap, arc_cap, cand)
+    inst = _Instance(topo, workers, ps, switch_cap, ps_cap, arc_cap, cand, verbose=verbose)
     for s in ps:
         for w in workers:
             inst.direct[(s, w)] = _shortest_paths(topo, w, s, dist[s], k_paths)
@@ -289,7 +245,7 @@ def _relax(inst: _Instance, split: Mapping[str, float] | None, links: bool,
     """Max ``f`` over the relaxation. ``split`` fixes ``x``; ``links=False`` drops link rows and
     routes (Eq. (2)). ``prefer``: among optimal splits, take the one closest (L1) to these
     fractions (why: Eq. (2) is often degenerate in ``x``)."""
-    lp = _LP()
+    lp = LinearModel()
     f = lp.var(cost=1.0)
     r = {s: lp.var() for s in inst.ps}
     lp.row([(r[s], 1.0) for s in inst.ps] + [(f, -1.0)], 0.0, 0.0)           # Σ x_s = 1
@@ -347,9 +303,10 @@ def _relax(inst: _Instance, split: Mapping[str, float] | None, links: bool,
             d = lp.var(cost=-_TIE)
             lp.row([(d, 1.0), (r[s], -1.0), (f, prefer[s])], lo=0.0)
             lp.row([(d, 1.0), (r[s], 1.0), (f, -prefer[s])], lo=0.0)
-    status, obj, x, duals = lp.solve()
-    if status != "optimal":
-        raise ModelError(f"InArt relaxation is {status}")
+    sol = _solve_lp(lp, inst)
+    if sol.status != "optimal":
+        raise ModelError(f"InArt relaxation is {sol.status}")
+    x, duals, status = sol.values, sol.row_duals, sol.status
     get = lambda cs: [max(0.0, float(x[c])) for c in cs]
     fv = float(x[f])
     return _Relaxation(
@@ -463,14 +420,15 @@ def _rate_fixed(inst: _Instance, cnt: Mapping[str, Mapping[str, int]],
 def _resplit(inst: _Instance, cnt: Mapping[str, Mapping[str, int]],
              active: Sequence[str]) -> tuple[float, dict[str, float]]:
     """Best split for fixed integral routes: max Σ r_s s.t. Σ_s n_s r_s <= cap (small LP)."""
-    lp = _LP()
+    lp = LinearModel()
     r = {s: lp.var(cost=1.0) for s in active}
     for res, per in cnt.items():
         terms = [(r[s], float(n)) for s, n in per.items() if s in r and n]
         if terms:
             lp.row(terms, hi=_capacity(inst, res))
-    status, f, x, _ = lp.solve()
-    if status != "optimal" or f <= _EPS:
+    sol = _solve_lp(lp, inst)
+    f, x = sol.objective or 0.0, sol.values
+    if sol.status != "optimal" or f <= _EPS:
         return 0.0, {s: 1.0 / len(active) for s in active}
     return f, {s: max(0.0, float(x[r[s]])) / f for s in active}
 
@@ -498,21 +456,21 @@ def _l_inart(inst: _Instance, topology: Topology, job: Job) -> tuple[dict[str, f
 
 def l_inart_split(topology: Topology, job: Job, *, aggregation: Aggregation = "any",
                   k_paths: int = 8, max_detour: int = 0,
-                  background: Mapping[str, float] | None = None
+                  background: Mapping[str, float] | None = None, verbose: bool = False
                   ) -> tuple[dict[str, float], float, dict[str, float]]:
     """Phase 1, L-InArt (Alg. 1, Eq. (2)): the model split ``x``.
 
     Returns ``(split, f2, multipliers)``: the split, the optimum of Eq. (2) (an upper bound
     that ignores links) and the Lagrange multipliers of its switch/PS capacity constraints
     (the KKT multipliers ``ρ_v``, ``θ_s`` of Eq. (3), from the LP duals)."""
-    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, background or {})
+    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, background or {}, verbose)
     return _l_inart(inst, topology, job)
 
 
 def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant = "r-inart",
                 aggregation: Aggregation = "any", rounds: int = 16, k_paths: int = 8,
                 max_detour: int = 0, background: Mapping[str, float] | None = None,
-                any_split_bound: bool = True, scheme: str | None = None) -> Plan:
+                any_split_bound: bool = True, scheme: str | None = None, verbose: bool = False) -> Plan:
     """Plan one job with InArt (§4): model split, aggregation switch and route per flow.
 
     Tasks are named by ``model.task_key(job, s)`` ("job/ps" for a multi-PS job).
@@ -533,7 +491,7 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     t0 = time.perf_counter()
-    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, dict(background or {}))
+    inst = _build_instance(topology, job, aggregation, k_paths, max_detour, dict(background or {}), verbose)
     extra: dict[str, Any] = {"variant": variant, "aggregation": aggregation, "rounds": rounds,
                              "k_paths": k_paths, "max_detour": max_detour, "seed": seed}
     if variant == "r-inart" or any_split_bound:
@@ -602,7 +560,7 @@ def _scheme(variant: Variant) -> SchemeFn:
             raise ModelError(f"{SCHEME_OF_VARIANT[variant]} plans one job at a time, got {len(jobs)}")
         opts = {k: v for k, v in options.items()
                 if k in ("seed", "aggregation", "rounds", "k_paths", "max_detour", "background",
-                         "any_split_bound")}
+                         "any_split_bound", "verbose")}
         return solve_inart(topology, jobs[0], variant=variant, **opts)
     run.__name__ = f"inart_{variant.replace('-', '_')}"
     return run

@@ -21,10 +21,12 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+# Exact versions from requirements.lock (regenerate it with `make lock`), then our package
+# itself without dependencies, so nothing outside the lock is ever resolved.
+stamp=.venv/.installed-$(cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-    .venv/bin/pip install -q --upgrade pip >/dev/null
-    .venv/bin/pip install -q -e '.[test]'
+    .venv/bin/pip install -q -r requirements.lock
+    PYTHONWARNINGS=ignore .venv/bin/pip install -q --no-deps --no-build-isolation -e .   # quiet: setuptools warns on every editable install
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
