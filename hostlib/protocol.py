@@ -12,12 +12,13 @@ from enum import IntFlag
 import numpy as np
 
 INA_UDP_PORT = 47100
-INA_VERSION = 1
+INA_VERSION = 2
 DEFAULT_LANES = 64
 WORKER_AGGREGATE = 255
 MAX_WORKERS = 32
-HEADER_LEN = 20
-_HDR = struct.Struct("!BBHHHIBBBBI")
+HEADER_LEN = 24
+_HDR = struct.Struct("!BBHHHIBBBBII")
+ROUND_BITS = 32
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
@@ -47,31 +48,35 @@ class InaHeader:
     priority: int = 0
     bitmap: int = 0
     flags: Flags = Flags(0)
+    round: int = 0          # the job's all-reduce round (training iteration), mod 2^32
     version: int = INA_VERSION
 
     @classmethod
     def for_worker(cls, job_id: int, node_id: int, submodel_id: int, fragment_id: int,
-                   worker_id: int, fan_in: int, priority: int = 0, flags: Flags = Flags(0)) -> "InaHeader":
+                   worker_id: int, fan_in: int, priority: int = 0, flags: Flags = Flags(0),
+                   round: int = 0) -> "InaHeader":
         if not 0 <= worker_id < MAX_WORKERS:
             raise ProtocolError(f"worker_id {worker_id} out of range 0..{MAX_WORKERS - 1}")
         return cls(job_id, node_id, submodel_id, fragment_id, worker_id, fan_in, 1, priority,
-                   1 << worker_id, flags)
+                   1 << worker_id, flags, round)
 
     def pack(self) -> bytes:
         for name, bits in (("job_id", 16), ("node_id", 16), ("submodel_id", 16), ("fragment_id", 32),
-                           ("worker_id", 8), ("fan_in", 8), ("count", 8), ("priority", 8), ("bitmap", 32)):
+                           ("worker_id", 8), ("fan_in", 8), ("count", 8), ("priority", 8), ("bitmap", 32), ("round", ROUND_BITS)):
             v = getattr(self, name)
             if not 0 <= v < (1 << bits):
                 raise ProtocolError(f"{name}={v} does not fit in {bits} bits")
         return _HDR.pack((self.version << 4), int(self.flags), self.job_id, self.node_id, self.submodel_id,
-                         self.fragment_id, self.worker_id, self.fan_in, self.count, self.priority, self.bitmap)
+                         self.fragment_id, self.worker_id, self.fan_in, self.count, self.priority, self.bitmap, self.round)
 
     @classmethod
     def unpack(cls, data: bytes) -> "InaHeader":
         if len(data) < HEADER_LEN:
             raise ProtocolError(f"INA header needs {HEADER_LEN} bytes, got {len(data)}")
-        (vb, flags, job, node, sub, frag, worker, fan_in, count, prio, bitmap) = _HDR.unpack_from(data)
-        return cls(job, node, sub, frag, worker, fan_in, count, prio, bitmap, Flags(flags), vb >> 4)
+        (vb, flags, job, node, sub, frag, worker, fan_in, count, prio, bitmap, rnd) = _HDR.unpack_from(data)
+        if vb >> 4 != INA_VERSION:
+            raise ProtocolError(f"INA version {vb >> 4}, this host speaks {INA_VERSION}")
+        return cls(job, node, sub, frag, worker, fan_in, count, prio, bitmap, Flags(flags), rnd, vb >> 4)
 
     def key(self) -> tuple[int, int, int, int]:
         """The aggregation key: (job, node, sub-model, fragment)."""

@@ -34,6 +34,12 @@ sent to the worker), which answer with a RESEND of their own contribution — th
 multicast that some workers lost after the switch freed its aggregator (ESA §5.3, case 2). A RESEND
 for an already complete fragment is answered with the RESULT. Completing through resend copies
 may leave a partial in a switch; one clean-up REMINDER drains it (the drain is then ignored).
+
+Rounds. Entries are keyed (job, round, sub-model, fragment). A job's workers are at most one
+round apart (a worker starts round r+1 only once it holds every result of round r), so the PS
+keeps the newest round it has seen and the one before — to serve a RESEND of a worker that lost a
+result of round r while others already sent round r+1 — and drops entries and packets of older
+rounds.
 """
 from __future__ import annotations
 
@@ -45,6 +51,8 @@ import numpy as np
 from .protocol import (DEFAULT_LANES, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags, InaHeader,
                        ProtocolError, build_frame, parse_frame)
 from .rto import RtoEstimator
+
+Key = tuple[int, int, int, int]     # (job, round, sub-model, fragment)
 
 
 @dataclass
@@ -135,19 +143,25 @@ class ParameterServer:
         self.jobs = dict(jobs)
         self.timeout = timeout or RtoEstimator()
         self.stats = PsStats()
-        self._entries: dict[tuple[int, int, int], _Entry] = {}      # (job, sub-model, fragment)
+        self._entries: dict[Key, _Entry] = {}        # (job, round, sub-model, fragment)
+        self._newest: dict[int, int] = {}            # job -> newest round seen
 
     # ------------------------------------------------------------------ inspection
-    def result(self, job_id: int, submodel_id: int, fragment_id: int) -> np.ndarray | None:
-        e = self._entries.get((job_id, submodel_id, fragment_id))
+    def result(self, job_id: int, submodel_id: int, fragment_id: int, round: int | None = None) -> np.ndarray | None:
+        """The result of a fragment in ``round`` (default: the job's newest round)."""
+        r = self._newest.get(job_id, 0) if round is None else round
+        e = self._entries.get((job_id, r, submodel_id, fragment_id))
         return None if e is None or e.result is None else e.result.copy()
 
-    def incomplete(self) -> list[tuple[int, int, int]]:
+    def incomplete(self) -> list[Key]:
+        """(job, round, sub-model, fragment) of every entry still waiting for contributions."""
         return [k for k, e in self._entries.items() if e.result is None]
 
     def reset(self, job_id: int | None = None) -> None:
-        """Forget completed and pending fragments (between all-reduce rounds)."""
+        """Forget every fragment and round of ``job_id`` (all jobs when None), e.g. when a job
+        restarts its round numbers. Not needed between rounds: rounds tell themselves apart."""
         self._entries = {k: e for k, e in self._entries.items() if job_id is not None and k[0] != job_id}
+        self._newest = {j: r for j, r in self._newest.items() if job_id is not None and j != job_id}
 
     # ------------------------------------------------------------------ sans-IO core
     def start(self, now: float) -> list[bytes]:
@@ -176,7 +190,10 @@ class ParameterServer:
             # contributions already left as the complete aggregate. Nothing to add.
             self.stats.count("no_contribution")
             return []
-        key = (h.job_id, h.submodel_id, h.fragment_id)
+        if not self._in_window(h.job_id, h.round):
+            self.stats.count("stale")     # a round every worker has finished
+            return []
+        key = (h.job_id, h.round, h.submodel_id, h.fragment_id)
         e = self._entries.get(key)
         if e is None:
             t = self.timeout.rto
@@ -215,7 +232,16 @@ class ParameterServer:
         return not self.incomplete()
 
     # ------------------------------------------------------------------ internals
-    def _on_resend(self, key: tuple[int, int, int], e: _Entry, job: JobConfig, h: InaHeader,
+    def _in_window(self, job_id: int, round: int) -> bool:
+        """Track the job's newest round; False for rounds before the one preceding it."""
+        newest = self._newest.get(job_id)
+        if newest is None or round > newest:
+            self._newest[job_id] = round
+            self._entries = {k: e for k, e in self._entries.items() if k[0] != job_id or k[1] >= round - 1}
+            return True
+        return round >= newest - 1
+
+    def _on_resend(self, key: Key, e: _Entry, job: JobConfig, h: InaHeader,
                    lanes: np.ndarray, now: float) -> list[bytes]:
         if e.result is not None:
             # the worker lost the result (or the PS's copy of it): serve it again
@@ -230,7 +256,7 @@ class ParameterServer:
             out += self._reminders(key, job)
         return out
 
-    def _maybe_complete(self, key: tuple[int, int, int], e: _Entry, job: JobConfig, now: float) -> list[bytes]:
+    def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap) != job.mask:
             return []
         total = e.net_sum.copy()
@@ -250,28 +276,28 @@ class ParameterServer:
             out += self._reminders(key, job)
         return out
 
-    def _result_frame(self, key: tuple[int, int, int], e: _Entry, worker: int, job: JobConfig) -> bytes:
+    def _result_frame(self, key: Key, e: _Entry, worker: int, job: JobConfig) -> bytes:
         n = len(job.workers)
         flags = Flags.RESULT | (Flags.OVERFLOW if e.overflow else Flags(0))
-        h = InaHeader(key[0], 0, key[1], key[2], WORKER_AGGREGATE, n, n, 0, job.mask, flags)
+        h = InaHeader(key[0], 0, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.mask, flags, key[1])
         ip, mac = job.workers[worker]
         assert e.result is not None
         return build_frame(h, e.result, src_ip=self.ip, dst_ip=ip, src_mac=self.mac, dst_mac=self.gateway_mac or mac)
 
-    def _reminders(self, key: tuple[int, int, int], job: JobConfig) -> list[bytes]:
+    def _reminders(self, key: Key, job: JobConfig) -> list[bytes]:
         out = []
         zeros = np.zeros(self.lanes, dtype=np.int32)
-        for node in job.nodes_for(key[1]):
-            # ESA: everything but the key is zero; the owning switch fills in its partial
-            h = InaHeader(key[0], node, key[1], key[2], WORKER_AGGREGATE, 0, 0, 0, 0, Flags.REMINDER)
+        for node in job.nodes_for(key[2]):
+            # ESA: everything but the key (and round) is zero; the owning switch fills in its partial
+            h = InaHeader(key[0], node, key[2], key[3], WORKER_AGGREGATE, 0, 0, 0, 0, Flags.REMINDER, key[1])
             out.append(build_frame(h, zeros, src_ip=self.ip, dst_ip=job.reminder_via[node], src_mac=self.mac,
                                    dst_mac=self.gateway_mac))
         self.stats.reminders += len(out)
         return out
 
-    def _query(self, key: tuple[int, int, int], worker: int, job: JobConfig) -> bytes:
+    def _query(self, key: Key, worker: int, job: JobConfig) -> bytes:
         self.stats.queries += 1
-        h = InaHeader(key[0], 0, key[1], key[2], worker, 0, 0, 0, 0, Flags.REMINDER)
+        h = InaHeader(key[0], 0, key[2], key[3], worker, 0, 0, 0, 0, Flags.REMINDER, key[1])
         ip, mac = job.workers[worker]
         return build_frame(h, np.zeros(self.lanes, dtype=np.int32), src_ip=self.ip, dst_ip=ip,
                            src_mac=self.mac, dst_mac=self.gateway_mac or mac)

@@ -33,11 +33,12 @@ class Ina(Packet):
         BitField("count", 1, 8),
         BitField("priority", 0, 8),
         XIntField("bitmap", 0),
+        BitField("round", 0, 32),
     ]
 
     def mysummary(self) -> str:
         return self.sprintf("INA job=%job_id% node=%node_id% sub=%submodel_id% frag=%fragment_id% "
-                            "w=%worker_id% %count%/%fan_in% flags=%flags%")
+                            "round=%round% w=%worker_id% %count%/%fan_in% flags=%flags%")
 
 
 class InaLanes(Packet):

@@ -9,6 +9,11 @@ switch cannot tell a retransmission from a first copy, the PS can.
 
 Drivers (hostlib.drivers) own the clock and the sockets: ``start``, ``on_frame`` and
 ``on_timer`` return the frames to send, ``next_deadline`` says when to call ``on_timer``.
+
+Rounds: every ``push`` is one all-reduce round and every frame carries its round number, so a
+partial stranded in a switch by a loss can never be completed by a later round's fragments
+(docs/protocol.md, "Rounds"). A worker starts round r+1 only once it holds every result of
+round r, and keeps round r's contributions to answer the PS's queries for it.
 """
 from __future__ import annotations
 
@@ -17,8 +22,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .protocol import (DEFAULT_LANES, Flags, InaHeader, ProtocolError, build_frame, decode_lanes,
-                       encode_lanes, parse_frame)
+from .protocol import (DEFAULT_LANES, ROUND_BITS, Flags, InaHeader, ProtocolError, build_frame,
+                       decode_lanes, encode_lanes, parse_frame)
 from .rto import RtoEstimator
 
 
@@ -85,11 +90,21 @@ class Worker:
         self._base = 0          # first fragment without a result: the window's left edge
         self._next = 0          # first fragment never sent
         self._started = False
+        self.round = -1         # the current round (push() starts the next one)
+        self._previous: tuple[int, dict[tuple[int, int], int], list[_Fragment], list[np.ndarray]] | None = None
 
     # ------------------------------------------------------------------ application side
-    def push(self, gradient: np.ndarray, submodel_sizes: Sequence[int] | None = None) -> None:
-        """Prepare one all-reduce of ``gradient`` (flat floats), cut into sub-models of the
-        given sizes (default: one sub-model). Call ``start`` to send."""
+    def push(self, gradient: np.ndarray, submodel_sizes: Sequence[int] | None = None,
+             round: int | None = None) -> None:
+        """Prepare the next all-reduce round of ``gradient`` (flat floats), cut into sub-models
+        of the given sizes (default: one sub-model). ``round``: its number (default: the last
+        one plus 1, starting at 0); rounds only increase. Call ``start`` to send."""
+        if self._started and not self.done():
+            raise RuntimeError(f"round {self.round} is not complete: a worker starts a round only "
+                               "once it holds every result of the previous one")
+        rnd = self.round + 1 if round is None else int(round)
+        if not 0 <= rnd < 1 << ROUND_BITS or rnd <= self.round:
+            raise ValueError(f"round {rnd} must increase (last {self.round}) and fit {ROUND_BITS} bits")
         g = np.asarray(gradient, dtype=np.float64).ravel()
         sizes = [g.size] if submodel_sizes is None else [int(s) for s in submodel_sizes]
         if sum(sizes) != g.size or any(s < 0 for s in sizes):
@@ -103,7 +118,11 @@ class Worker:
                 frags.append(_Fragment(sub, f, start, min(start + self.lanes, off + size)))
             off += size
         # encode everything now: an overflow is the caller's error, before anything is on the wire
-        self._encoded = [encode_lanes(g[fr.start:fr.stop], self.scale_bits, self.lanes, self.clip) for fr in frags]
+        encoded = [encode_lanes(g[fr.start:fr.stop], self.scale_bits, self.lanes, self.clip) for fr in frags]
+        if self._started:
+            self._previous = (self.round, self._index, self._frags, self._encoded)
+        self.round = rnd
+        self._encoded = encoded
         self._gradient, self._frags = g, frags
         self._index = {(fr.submodel_id, fr.fragment_id): i for i, fr in enumerate(frags)}
         self._result = np.zeros(g.size, dtype=np.int64)
@@ -136,8 +155,10 @@ class Worker:
             self.stats.ignored += 1
             return []
         h = pkt.header
+        if h.job_id == self.job_id and self._previous is not None and h.round == self._previous[0]:
+            return self._on_previous_round(h)
         idx = self._index.get((h.submodel_id, h.fragment_id))
-        if h.job_id != self.job_id or idx is None:
+        if h.job_id != self.job_id or idx is None or h.round != self.round:
             self.stats.ignored += 1
             return []
         if Flags.RESULT in h.flags:
@@ -148,6 +169,20 @@ class Worker:
             self.stats.queries_answered += 1
             return [self._frame(idx, resend=True)]
         self.stats.ignored += 1          # e.g. a reminder that passed a switch not owning its key
+        return []
+
+    def _on_previous_round(self, h: InaHeader) -> list[bytes]:
+        """The PS may still query round r's contributions after this worker moved to r+1 (another
+        worker lost a result of round r); late results of round r are duplicates."""
+        rnd, index, frags, encoded = self._previous  # type: ignore[misc]
+        idx = index.get((h.submodel_id, h.fragment_id))
+        if idx is not None and Flags.REMINDER in h.flags and h.node_id == 0 and h.worker_id == self.worker_id:
+            self.stats.queries_answered += 1
+            return [self._build(rnd, frags[idx], encoded[idx], resend=True)]
+        if Flags.RESULT in h.flags:
+            self.stats.duplicate_results += 1
+        else:
+            self.stats.ignored += 1
         return []
 
     def on_timer(self, now: float) -> list[bytes]:
@@ -197,14 +232,16 @@ class Worker:
         return out
 
     def _frame(self, idx: int, resend: bool) -> bytes:
-        fr = self._frags[idx]
+        return self._build(self.round, self._frags[idx], self._encoded[idx], resend)
+
+    def _build(self, rnd: int, fr: _Fragment, lanes: np.ndarray, resend: bool) -> bytes:
         label = self.labels[fr.submodel_id]
         if resend:
             # straight to the PS: node 0 so no pinned per-node route or aggregation applies
             h = InaHeader.for_worker(self.job_id, 0, fr.submodel_id, fr.fragment_id, self.worker_id,
-                                     label.fan_in, label.priority, Flags.RESEND)
+                                     label.fan_in, label.priority, Flags.RESEND, rnd)
         else:
             h = InaHeader.for_worker(self.job_id, label.node_id, fr.submodel_id, fr.fragment_id,
-                                     self.worker_id, label.fan_in, label.priority)
-        return build_frame(h, self._encoded[idx], src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
+                                     self.worker_id, label.fan_in, label.priority, round=rnd)
+        return build_frame(h, lanes, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
                            dst_mac=self.gateway_mac)

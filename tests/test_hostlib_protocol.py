@@ -9,9 +9,14 @@ from hostlib.protocol import (INT32_MAX, Flags, InaHeader, ProtocolError, build_
 
 
 def test_header_round_trip_and_field_limits() -> None:
-    h = InaHeader.for_worker(3, 9, 2, 123456, 5, 8, priority=17, flags=Flags.RESEND)
-    assert h.bitmap == 1 << 5 and len(h.pack()) == 20
+    h = InaHeader.for_worker(3, 9, 2, 123456, 5, 8, priority=17, flags=Flags.RESEND, round=0xDEADBEEF)
+    assert h.bitmap == 1 << 5 and len(h.pack()) == 24
+    assert h.pack()[20:24] == bytes.fromhex("deadbeef")       # round: the last word (docs/protocol.md)
     assert InaHeader.unpack(h.pack()) == h
+    with pytest.raises(ProtocolError, match="version 1"):
+        InaHeader.unpack(bytes([0x10]) + h.pack()[1:])
+    with pytest.raises(ProtocolError, match="round"):
+        InaHeader.for_worker(1, 1, 1, 1, 0, 2, round=1 << 32).pack()
     with pytest.raises(ProtocolError, match="worker_id"):
         InaHeader.for_worker(1, 1, 1, 1, 32, 2)
     with pytest.raises(ProtocolError, match="job_id"):

@@ -7,7 +7,7 @@
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP   = 17;
 const bit<16> INA_UDP_PORT   = 47100;
-const bit<4>  INA_VERSION    = 1;
+const bit<4>  INA_VERSION    = 2;
 
 // flags
 const bit<8> INA_FLAG_RESULT    = 0x01;
@@ -63,6 +63,7 @@ header ina_h {
     bit<8>  count;          // contributions in this payload
     bit<8>  priority;       // ESA priority
     bit<32> bitmap;         // which workers' contributions the payload holds
+    bit<32> round;          // the job's all-reduce round: stale partials never mix with later rounds
 }
 
 #define INA_LANE_FIELD(i) int<32> v##i;
@@ -82,6 +83,6 @@ struct ina_headers_t {
 const bit<3> INA_PASS      = 0;   // not aggregated here: forward unchanged (or as flagged)
 const bit<3> INA_ABSORB    = 1;   // consumed into an aggregator: drop
 const bit<3> INA_COMPLETE  = 2;   // carries a complete aggregate for this node: ina_level decides
-const bit<3> INA_DUPLICATE = 3;   // contribution already aggregated: drop
+const bit<3> INA_DUPLICATE = 3;   // contribution already aggregated, or from a finished round: drop
 
 #endif

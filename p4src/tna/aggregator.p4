@@ -9,6 +9,10 @@ const bit<8> OWNER_OTHER   = 0;
 const bit<8> OWNER_CLAIMED = 1;
 const bit<8> OWNER_MATCH   = 2;
 
+const bit<8> ROUND_SAME    = 0;
+const bit<8> ROUND_NEWER   = 1;   // the packet's round is newer: the aggregator's partial is stale
+const bit<8> ROUND_OLDER   = 2;   // the packet is from a finished round
+
 // A register whose next value comes from metadata, returning the previous one.
 #define EXCHANGE_REGISTER(T, name, input)                                              \
     Register<T, bit<32>>(INA_POOL_SIZE) name;                                          \
@@ -42,6 +46,25 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_lo) owner_lo_match = {
         void apply(inout bit<32> value, out bit<8> rv) {
             if (value == meta.key_lo) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
+        }
+    };
+    // the owner's round; a later round's packet of the same key reclaims a stale partial
+    EXCHANGE_REGISTER(bit<32>, agg_round, meta.new_round)
+    RegisterAction<bit<32>, bit<32>, bit<8>>(agg_round) agg_round_check = {
+        void apply(inout bit<32> value, out bit<8> rv) {
+            if (value == hdr.ina.round) {
+                rv = ROUND_SAME;
+            } else if (value < hdr.ina.round) {
+                value = hdr.ina.round;
+                rv = ROUND_NEWER;
+            } else {
+                rv = ROUND_OLDER;
+            }
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<8>>(agg_round) agg_round_match = {
+        void apply(inout bit<32> value, out bit<8> rv) {
+            if (value == hdr.ina.round) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
     EXCHANGE_REGISTER(bit<8>, agg_priority, meta.new_priority)
@@ -117,7 +140,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             if (meta.releasing == 1 || (hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
                 bit<8> hi = owner_hi_match.execute(meta.agg_index);
                 if (hi == OWNER_MATCH) {
-                    if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
+                    if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH
+                            && agg_round_match.execute(meta.agg_index) == OWNER_MATCH) {
                         meta.verdict = INA_RESUBMIT;
                         if (meta.releasing == 1) {
                             meta.resubmit.op = INA_OP_RELEASE;
@@ -129,14 +153,32 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 return;
             }
             bit<8> owner = owner_hi_claim_or_match.execute(meta.agg_index);
+            bit<8> age = ROUND_SAME;
             if (owner == OWNER_CLAIMED) {
                 meta.new_key_lo = meta.key_lo;
+                meta.new_round = hdr.ina.round;
+                owner_lo_exchange.execute(meta.agg_index);
+                agg_round_exchange.execute(meta.agg_index);
+            } else if (owner == OWNER_MATCH) {
+                if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
+                    age = agg_round_check.execute(meta.agg_index);
+                } else {
+                    owner = OWNER_OTHER;
+                }
+            }
+            if (owner == OWNER_MATCH && age == ROUND_OLDER) {
+                meta.verdict = INA_DUPLICATE;           // from a finished round: never aggregated
+                return;
+            }
+            // A later round's packet of the same key reclaims a stale partial (a worker starts
+            // round r+1 only once every result of round r is in) exactly as a free aggregator
+            // is claimed: the stale state is overwritten, never read out.
+            if (owner == OWNER_CLAIMED || age == ROUND_NEWER) {
                 meta.new_priority = hdr.ina.priority;
                 meta.new_bitmap = hdr.ina.bitmap;
                 meta.new_remaining = hdr.ina.fan_in - hdr.ina.count;
                 meta.new_fan_in = hdr.ina.fan_in;
                 meta.new_ps_addr = hdr.ipv4.dst_addr;
-                owner_lo_exchange.execute(meta.agg_index);
                 agg_priority_exchange.execute(meta.agg_index);
                 agg_bitmap_exchange.execute(meta.agg_index);
                 agg_remaining_exchange.execute(meta.agg_index);
@@ -146,13 +188,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 meta.verdict = INA_ABSORB;
                 return;
             }
-            bit<1> same = 0;
             if (owner == OWNER_MATCH) {
-                if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
-                    same = 1;
-                }
-            }
-            if (same == 1) {
                 bit<32> seen = agg_bitmap_merge.execute(meta.agg_index);
                 if ((seen & hdr.ina.bitmap) != 0) {
                     meta.verdict = INA_DUPLICATE;
@@ -193,10 +229,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             } else {
                 meta.new_key_hi = 0;
                 meta.new_key_lo = 0;
+                meta.new_round = 0;
                 meta.new_priority = 0;
                 meta.new_bitmap = 0;
                 owner_hi_exchange.execute(meta.agg_index);
                 owner_lo_exchange.execute(meta.agg_index);
+                agg_round_exchange.execute(meta.agg_index);
             }
             meta.new_remaining = 0;
             meta.new_fan_in = 0;
@@ -226,6 +264,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         if (meta.op == INA_OP_SWAP) {
             meta.new_key_hi = meta.key_hi;
             meta.new_key_lo = meta.key_lo;
+            meta.new_round = hdr.ina.round;
             meta.new_priority = hdr.ina.priority;
             meta.new_bitmap = hdr.ina.bitmap;
             meta.new_remaining = hdr.ina.fan_in - hdr.ina.count;
@@ -233,6 +272,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             meta.new_ps_addr = hdr.ipv4.dst_addr;
             bit<32> old_hi = owner_hi_exchange.execute(meta.agg_index);
             hdr.ina.fragment_id = owner_lo_exchange.execute(meta.agg_index);
+            hdr.ina.round = agg_round_exchange.execute(meta.agg_index);
             hdr.ina.priority = agg_priority_exchange.execute(meta.agg_index);
             hdr.ina.bitmap = agg_bitmap_exchange.execute(meta.agg_index);
             bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
@@ -250,12 +290,14 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         if (meta.op == INA_OP_RELEASE) {
             meta.new_key_hi = 0;
             meta.new_key_lo = 0;
+            meta.new_round = 0;
             meta.new_priority = 0;
             meta.new_bitmap = 0;
             meta.new_remaining = 0;
             meta.new_fan_in = 0;
             owner_hi_exchange.execute(meta.agg_index);
             owner_lo_exchange.execute(meta.agg_index);
+            agg_round_exchange.execute(meta.agg_index);
             agg_priority_exchange.execute(meta.agg_index);
             agg_bitmap_exchange.execute(meta.agg_index);
             agg_remaining_exchange.execute(meta.agg_index);

@@ -42,6 +42,7 @@ struct ina_ig_metadata_t {
     bit<8>  new_remaining;
     bit<8>  new_fan_in;
     bit<32> new_ps_addr;
+    bit<32> new_round;
     bit<1>  routed;
     bit<16> ecmp_group;
     bit<16> ecmp_mask;

@@ -11,6 +11,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
     register<bit<8>, bit<32>>(INA_POOL_SIZE) agg_priority;
     register<bit<32>, bit<32>>(INA_POOL_SIZE) agg_ps_addr;
     register<bit<1>, bit<32>>(INA_POOL_SIZE) agg_overflow;
+    register<bit<32>, bit<32>>(INA_POOL_SIZE) agg_round;      // the owner's round
     register<int<32>, bit<32>>(INA_POOL_SIZE * INA_LANES) agg_lanes;
 
     bit<32> lane_base;
@@ -67,6 +68,9 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         agg_ps_addr.read(v32, meta.agg_index);
         agg_ps_addr.write(meta.agg_index, hdr.ipv4.dst_addr);
         hdr.ipv4.dst_addr = v32;
+        agg_round.read(v32, meta.agg_index);
+        agg_round.write(meta.agg_index, hdr.ina.round);
+        hdr.ina.round = v32;
         bit<1> v1;
         agg_overflow.read(v1, meta.agg_index);
         agg_overflow.write(meta.agg_index, 0);
@@ -87,6 +91,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         agg_priority.write(meta.agg_index, 0);
         agg_ps_addr.write(meta.agg_index, 0);
         agg_overflow.write(meta.agg_index, 0);
+        agg_round.write(meta.agg_index, 0);
     }
 
     // ATP: a completed aggregator stays reserved (no one can claim or preempt it, the same key
@@ -111,9 +116,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         bit<80> key = hdr.ina.job_id ++ meta.agg_node ++ hdr.ina.submodel_id ++ hdr.ina.fragment_id;
         bit<80> owner;
         agg_owner.read(owner, meta.agg_index);
+        bit<32> owner_round;
+        agg_round.read(owner_round, meta.agg_index);
+        bool same_round = owner_round == hdr.ina.round;
 
         if (meta.releasing == 1) {
-            if (owner == key) {
+            if (owner == key && same_round) {
                 free_aggregator();                 // its lanes were zeroed at completion
             }
             meta.verdict = INA_PASS;
@@ -123,10 +131,10 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         if ((hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
             bit<32> held_bitmap;
             agg_bitmap.read(held_bitmap, meta.agg_index);
-            if (owner == key && held_bitmap == 0xFFFFFFFF) {
+            if (owner == key && same_round && held_bitmap == 0xFFFFFFFF) {
                 // a held (complete) aggregator has nothing to drain: just free it
                 free_aggregator();
-            } else if (owner == key) {
+            } else if (owner == key && same_round) {
                 // drain the partial to the owner's PS and free the aggregator
                 bit<1> ovf;
                 agg_overflow.read(ovf, meta.agg_index);
@@ -143,6 +151,17 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             }
             meta.verdict = INA_PASS;
             return;
+        }
+
+        if (owner == key && !same_round) {
+            if (hdr.ina.round < owner_round) {
+                meta.verdict = INA_DUPLICATE;      // from a finished round: never aggregated
+                return;
+            }
+            // The aggregator holds a stale partial of a finished round (a worker only starts
+            // round r+1 once every result of round r is in): reclaim it; the packet claims it
+            // below and the stale state, swapped into the absorbed packet, is dropped with it.
+            owner = 0;
         }
 
         if (owner == 0) {

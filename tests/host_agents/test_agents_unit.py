@@ -194,4 +194,4 @@ def test_ps_keeps_jobs_apart_and_saturates() -> None:
     assert sorted(p.dst_ip for p in pkts) == ["10.0.1.1", "10.0.1.2"]
     assert all(p.header.flags == Flags.RESULT | Flags.OVERFLOW and p.header.bitmap == 0b11 for p in pkts)
     assert all(np.all(p.lanes == 2**31 - 1) for p in pkts)
-    assert ps.result(5, 0, 0) is None and ps.incomplete() == [(5, 0, 0)]
+    assert ps.result(5, 0, 0) is None and ps.incomplete() == [(5, 0, 0, 0)]      # (job, round, sub, frag)
