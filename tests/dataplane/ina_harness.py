@@ -73,9 +73,10 @@ class InaSwitch:
         return [(p, parse_frame(d, self.lanes)) for p, d in out]
 
     def fragment(self, worker: int, fan_in: int, fragment_id: int = 7, submodel_id: int = 3, job_id: int = 1,
-                 node_id: int | None = None, priority: int = 0, flags: Flags = Flags(0)) -> InaHeader:
+                 node_id: int | None = None, priority: int = 0, flags: Flags = Flags(0),
+                 round: int = 0) -> InaHeader:
         return InaHeader.for_worker(job_id, self.node_id if node_id is None else node_id, submodel_id,
-                                    fragment_id, worker, fan_in, priority, flags)
+                                    fragment_id, worker, fan_in, priority, flags, round)
 
     def register(self, short: str, index: int) -> int:
         names = [n for n in self.sw.info.registers if n.endswith("." + short) or n == short]
