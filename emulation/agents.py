@@ -55,6 +55,13 @@ class CountingTransport(UdpTransport):
         return frame
 
 
+ROUND_SEED_STRIDE = 1_000_003      # round r's gradient of the worker seeded s: gradient(s + r * stride)
+
+
+def round_seeds(seeds: Sequence[int], rnd: int) -> list[int]:
+    return [s + rnd * ROUND_SEED_STRIDE for s in seeds]
+
+
 def gradient(seed: int, n: int) -> np.ndarray:
     """A worker's gradient: reproducible from its seed, so anyone can compute the exact sum."""
     return np.random.default_rng(seed).normal(0.0, 4.0, n)
@@ -96,27 +103,45 @@ def _wait_go(cfg: dict[str, Any]) -> float:
 
 
 def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``rounds`` all-reduce rounds back to back (a round starts once the previous one's results
+    are all in, as in synchronous training), each with fresh gradients; then keep answering
+    the PS (queries for a result another worker lost) until the orchestrator's finish file."""
     lanes, sizes = cfg["lanes"], cfg["submodel_sizes"]
     labels = [FragmentLabel(*lab) for lab in cfg["labels"]]
     wk = Worker(cfg["job_id"], cfg["worker_id"], cfg["ps_ip"], cfg["ip"], labels, mac=cfg["mac"],
                 lanes=lanes, window=cfg.get("window", 8), rto=_rto(cfg))
-    wk.push(gradient(cfg["seed"], sum(sizes)), sizes)
-    want = expected_fixed(cfg["all_seeds"], sizes, lanes)
+    n = sum(sizes)
     tr = CountingTransport(cfg["ip"], lanes=lanes)
+    rounds: list[dict[str, Any]] = []
     try:
         t0 = _wait_go(cfg)
         start = time.time()
-        finished = run_udp(wk, tr, cfg.get("timeout", 300.0))
+        for rnd in range(cfg.get("rounds", 1)):
+            wk.push(gradient(round_seeds([cfg["seed"]], rnd)[0], n), sizes)
+            want = expected_fixed(round_seeds(cfg["all_seeds"], rnd), sizes, lanes)
+            t = time.time()
+            finished = run_udp(wk, tr, cfg.get("timeout", 300.0))
+            st = wk.stats
+            rounds.append({"round": rnd, "seconds": time.time() - t, "done": bool(finished),
+                           "exact": bool(finished and np.array_equal(wk.result_fixed(), want)),
+                           "sent": st.sent, "resent": st.resent, "results": st.results,
+                           "duplicate_results": st.duplicate_results,
+                           "queries_answered": st.queries_answered, "overflowed": len(st.overflowed)})
+            if not finished:
+                break
         seconds = time.time() - start
+        Path(cfg["done_file"]).write_text("done\n")
+        finish = Path(cfg["finish_file"])
+        run_udp(wk, tr, cfg.get("linger", 120.0), stop=finish.exists)
     finally:
         tr.close()
-    exact = bool(finished and np.array_equal(wk.result_fixed(), want))
-    st = wk.stats
-    return {"role": "worker", "host": cfg["host"], "worker_id": cfg["worker_id"], "done": bool(finished),
-            "exact": exact, "seconds": seconds, "start_lag": start - t0, "fragments": sum(-(-n // lanes) for n in sizes),
-            "sent": st.sent, "resent": st.resent, "results": st.results,
-            "duplicate_results": st.duplicate_results, "queries_answered": st.queries_answered,
-            "overflowed": len(st.overflowed), **tr.counts}
+    total = {k: sum(r[k] for r in rounds) for k in ("sent", "resent", "results", "duplicate_results",
+                                                   "queries_answered", "overflowed")}
+    return {"role": "worker", "host": cfg["host"], "worker_id": cfg["worker_id"],
+            "done": len(rounds) == cfg.get("rounds", 1) and all(r["done"] for r in rounds),
+            "exact": bool(rounds) and all(r["exact"] for r in rounds), "seconds": seconds,
+            "start_lag": start - t0, "fragments": sum(-(-n // lanes) for n in sizes), "rounds": rounds,
+            **total, **tr.counts}
 
 
 def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
