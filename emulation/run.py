@@ -195,7 +195,7 @@ def run_scheme_round(topo: Topology, job: Job, scheme: str, *, mb: float, loss: 
 
 
 def summarise(res: RoundResult, dep: Deployment, mb: float, loss: float) -> dict[str, Any]:
-    frags = sum(w["fragments"] for w in res.workers)
+    frags = sum(w["fragments"] for w in res.workers) * max(1, len(res.per_round()))   # all rounds
     return {
         "scheme": res.scheme, "workers": len(res.workers), "mb": mb, "loss": loss,
         "rounds": len(res.per_round()), "completion_s": round(res.completion, 3),
