@@ -239,7 +239,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             meta.new_remaining = 0;
             meta.new_fan_in = 0;
             meta.new_ps_addr = 0;
-            agg_priority_exchange.execute(meta.agg_index);
+            bit<8> priority = agg_priority_exchange.execute(meta.agg_index);
             bit<32> bitmap = agg_bitmap_exchange.execute(meta.agg_index);
             bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
             bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
@@ -255,6 +255,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 hdr.ina.worker_id = INA_WORKER_AGGREGATE;
                 hdr.ina.count = fan_in - remaining;
                 hdr.ina.fan_in = fan_in;
+                hdr.ina.priority = priority;            // the drained partial is its owner's
                 hdr.ipv4.dst_addr = ps_addr;
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
             }

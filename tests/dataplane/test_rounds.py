@@ -75,15 +75,17 @@ def test_a_late_packet_of_a_finished_round_is_dropped_and_changes_nothing(arch):
 
 
 def test_reminders_act_only_on_their_own_round(arch):
+    """...and the drained partial carries its owner's state, priority included (a TNA defect)."""
     s = InaSwitch(arch, workers=4)
     g = _grads(s, 5)
-    s.send(s.fragment(0, fan_in=4, round=6), g[0])
-    s.send(s.fragment(1, fan_in=4, round=6), g[1])
+    s.send(s.fragment(0, fan_in=4, round=6, priority=77), g[0])
+    s.send(s.fragment(1, fan_in=4, round=6, priority=77), g[1])
     (port, pkt), = _reminder(s, round=5)                 # another round: passes on untouched
     assert Flags.PREEMPTED not in pkt.header.flags and pkt.header.bitmap == 0
     (port, pkt), = _reminder(s, round=6)                 # its round: drained to the PS
     assert port == PS_PORT and Flags.PREEMPTED in pkt.header.flags
     assert pkt.header.round == 6 and pkt.header.bitmap == 0b11 and pkt.header.count == 2
+    assert pkt.header.priority == 77 and pkt.header.fan_in == 4
     assert np.array_equal(pkt.lanes.astype(np.int64), _total(g[:2]))
 
 
