@@ -174,20 +174,15 @@ def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objec
 def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidates,
                  integer: bool = False) -> _Model:
     n_s = inst.n_s
-    eq1: list[float] = []           # Eq. 1 coefficients (min)
-    eq4: list[float] = []           # Eq. 4 coefficients (max)
+    lp = LinearModel()
     ps: list[float] = []            # MB reaching the PS (one aggregate per switch, raw from workers)
-    upper: list[float] = []
     x_col: dict[tuple[int, int], int] = {}
     u_col: dict[tuple[int, int, int], int] = {}
-    rows: list[tuple[list[int], list[float], float, float]] = []
 
     def col(c1: float, c4: float, ub: float, to_ps: float = 0.0) -> int:
-        eq1.append(c1)
-        eq4.append(c4)
+        """A column with Eq. 1 cost ``c1`` (min) or Eq. 4 gain ``c4`` (max, so cost -c4)."""
         ps.append(to_ps)
-        upper.append(ub)
-        return len(upper) - 1
+        return lp.var(0.0, ub, cost=c1 if objective == "eq1" else -c4, integer=integer)
 
     for g, b in enumerate(inst.sub_mb):
         j = int(inst.sub_job[g])
@@ -204,20 +199,15 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
                 u = col(b * c.dist[s], b * d_sa, n)
                 u_col[(ci, g, s)] = u
                 idx.append(u)
-                rows.append(([u, x_col[(g, s)]], [1.0, -n], -_INF, 0.0))      # y <= x
+                lp.row([(u, 1.0), (x_col[(g, s)], -n)], hi=0.0)                # y <= x
             u = col(b * c.dist[-1], 0.0, n, b)                              # to the PS
             u_col[(ci, g, n_s)] = u
             idx.append(u)
-            rows.append((idx, [1.0] * len(idx), n, n))                       # sum_s y = 1
+            lp.row([(i, 1.0) for i in idx], n, n)                           # sum_s y = 1
     for s in range(n_s):
         cols = [(x_col[(g, s)], float(inst.sub_mb[g])) for g in range(len(inst.sub_mb)) if (g, s) in x_col]
         if cols and sum(v for _, v in cols) > inst.mem_mb[s] + 1e-9:          # else never binding
-            rows.append(([c_ for c_, _ in cols], [v for _, v in cols], -_INF, float(inst.mem_mb[s])))
-    lp = LinearModel()
-    for c1, c4, ub in zip(eq1, eq4, upper):
-        lp.var(0.0, ub, cost=c1 if objective == "eq1" else -c4, integer=integer)
-    for idx, val, lo, hi in rows:
-        lp.row(zip(idx, val), lo, hi)
+            lp.row(cols, hi=float(inst.mem_mb[s]))
     return _Model(lp, x_col, u_col, 1.0 if objective == "eq1" else -1.0, np.array(ps))
 
 

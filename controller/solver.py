@@ -74,18 +74,6 @@ class LinearModel:
         self.index: list[int] = []
         self.value: list[float] = []
 
-    @classmethod
-    def from_arrays(cls, cost: np.ndarray, col_lo: np.ndarray, col_hi: np.ndarray,
-                    row_lo: np.ndarray, row_hi: np.ndarray, start: np.ndarray, index: np.ndarray,
-                    value: np.ndarray, integer: bool = False) -> "LinearModel":
-        """A model from CSR arrays (``start`` has one entry more than there are rows)."""
-        m = cls()
-        m.cost, m.col_lo, m.col_hi = list(map(float, cost)), list(map(float, col_lo)), list(map(float, col_hi))
-        m.integer = [integer] * len(m.cost)
-        m.row_lo, m.row_hi = list(map(float, row_lo)), list(map(float, row_hi))
-        m.start, m.index, m.value = list(map(int, start)), list(map(int, index)), list(map(float, value))
-        return m
-
     def var(self, lo: float = 0.0, hi: float = INF, *, cost: float = 0.0, integer: bool = False) -> int:
         """Add a column; returns its index."""
         self.col_lo.append(float(lo))

@@ -155,34 +155,29 @@ class Worker:
             self.stats.ignored += 1
             return []
         h = pkt.header
-        if h.job_id == self.job_id and self._previous is not None and h.round == self._previous[0]:
-            return self._on_previous_round(h)
-        idx = self._index.get((h.submodel_id, h.fragment_id))
-        if h.job_id != self.job_id or idx is None or h.round != self.round:
+        # this round's fragments; the previous round's stay queryable after we moved on
+        # (another worker may have lost one of its results), and its late results are duplicates
+        if h.job_id == self.job_id and h.round == self.round:
+            rnd, index, frags, encoded = self.round, self._index, self._frags, self._encoded
+        elif h.job_id == self.job_id and self._previous is not None and h.round == self._previous[0]:
+            rnd, index, frags, encoded = self._previous
+        else:
             self.stats.ignored += 1
             return []
-        if Flags.RESULT in h.flags:
-            return self._on_result(idx, h, pkt.lanes, now)
-        if Flags.REMINDER in h.flags and h.node_id == 0 and h.worker_id == self.worker_id:
+        idx = index.get((h.submodel_id, h.fragment_id))
+        if idx is None:
+            self.stats.ignored += 1
+        elif Flags.RESULT in h.flags:
+            if rnd == self.round:
+                return self._on_result(idx, h, pkt.lanes, now)
+            self.stats.duplicate_results += 1
+        elif Flags.REMINDER in h.flags and h.node_id == 0 and h.worker_id == self.worker_id:
             # the PS's query (node 0 = the PS itself): it lacks our contribution. Answer even if
             # we have the result — other workers may not (ESA §5.3, case 2).
             self.stats.queries_answered += 1
-            return [self._frame(idx, resend=True)]
-        self.stats.ignored += 1          # e.g. a reminder that passed a switch not owning its key
-        return []
-
-    def _on_previous_round(self, h: InaHeader) -> list[bytes]:
-        """The PS may still query round r's contributions after this worker moved to r+1 (another
-        worker lost a result of round r); late results of round r are duplicates."""
-        rnd, index, frags, encoded = self._previous  # type: ignore[misc]
-        idx = index.get((h.submodel_id, h.fragment_id))
-        if idx is not None and Flags.REMINDER in h.flags and h.node_id == 0 and h.worker_id == self.worker_id:
-            self.stats.queries_answered += 1
             return [self._build(rnd, frags[idx], encoded[idx], resend=True)]
-        if Flags.RESULT in h.flags:
-            self.stats.duplicate_results += 1
         else:
-            self.stats.ignored += 1
+            self.stats.ignored += 1      # e.g. a reminder that passed a switch not owning its key
         return []
 
     def on_timer(self, now: float) -> list[bytes]:
