@@ -20,21 +20,21 @@ What gets installed, for one job with a single PS:
   adds the partial to the contributions other workers sent it directly).
 * **Pinned routes**: where a worker's aggregation node is not on its shortest path to the PS
   (GOAT's detours), ``ina_route`` entries on the switches of a shortest path worker → node
-  whose LPM next hop differs. They match (job, node, worker id) exactly, so aggregates
-  (worker id 255) leaving the node — results, partials — follow the LPM routes again.
-
-Known limits (the data plane's route table cannot match flags or the ingress port): a
-``COLLISION`` fallback leaving a detour node keeps its worker id and can be pinned back to the
-node until its TTL runs out (the worker's RESEND then completes it); and a node that is on no
-route from the PS to a host gets no ``reminder_via`` entry, so the PS cannot drain a partial it
-holds after a loss and completes the fragment from the workers' RESENDs instead (exact, but
-slow under loss).
+  whose LPM next hop differs. They match (job, node, worker id, flags 0): only first copies, so
+  aggregates leaving the node (worker id 255) and ``COLLISION`` fallbacks follow the LPM routes
+  to the PS.
+* **Reminder routes**: every aggregation node gets a ``reminder_via`` host for the PS's
+  reminders (preferably a worker it aggregates for); where that host's LPM route from the PS
+  misses the node, ``ina_route`` entries matching (job, node, flags = REMINDER, ingress port)
+  pin the reminder along a shortest path PS → node. The ingress port keeps the pin from
+  catching the reminder again on its way on from the node.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from hostlib.protocol import Flags
 from hostlib.ps import JobConfig
 from hostlib.worker import FragmentLabel
 
@@ -223,7 +223,7 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         else:
             ops[n].append(TableOp.of("level_to_ps", job.job_id, node))
 
-    # pinned routes: worker fragments labelled n must pass n
+    # pinned routes: worker first copies (flags 0) labelled n must pass n
     pinned: set[tuple[str, int, int]] = set()
     for w in job.workers:
         to_ps = lpm_path(topo, hops, w, ps)
@@ -235,25 +235,53 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                 if hops[a][ps] != b and (a, sid[n], wid[w]) not in pinned:
                     pinned.add((a, sid[n], wid[w]))
                     ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac,
-                                             node_id=sid[n], worker_id=wid[w]))
+                                             node_id=sid[n], worker_id=wid[w], flags=0))
     for n, lv in levels.items():
         if lv[0] == "to_node" and lv[1] not in _downstream(topo, hops, n, ps):
             raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")
 
     labels = {w: [FragmentLabel(sid[n], fan[(n, i)]) if n is not None else FragmentLabel(0, n_workers)
                   for i, n in enumerate(y[w])] for w in job.workers}
-    # reminders: a host whose LPM path from the PS crosses the node (workers first)
+    # reminders: from the PS along a shortest path to the node, then on to a host that ignores
+    # them; pinned (flags == REMINDER, ingress port) where the host's LPM route leaves that path
     via: dict[int, str] = {}
+    others = [h for h in topo.hosts() if h not in job.workers and h != ps]
     for n in levels:
-        for h in job.workers + [h for h in topo.hosts() if h not in job.workers and h != ps]:
-            if n in lpm_path(topo, hops, ps, h):
-                via[sid[n]] = addr[h].ip
+        mine = [w for w in job.workers if n in y[w]]
+        for h in mine + [w for w in job.workers if w not in mine] + others:
+            pins = _reminder_pins(topo, hops, ps, n, h)
+            if pins is not None:
                 break
+        else:
+            raise ValueError(f"plan {scheme}: no reminder route from {ps} through {n}")
+        via[sid[n]] = addr[h].ip
+        for a, (in_port, out_port) in pins.items():
+            ops[a].append(TableOp.of("add_route", job.job_id, out_port, addr[h].mac, node_id=sid[n],
+                                     flags=int(Flags.REMINDER), ingress_port=in_port, priority=2))
     sub_nodes = {i: sorted({sid[n] for n in levels if (n, i) in fan or (n, i) in fan2}) for i in range(len(subs))}
     cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes)
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
                       {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})
+
+
+def _reminder_pins(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
+                   host: str) -> dict[str, tuple[int, int]] | None:
+    """Pins {switch: (ingress port, egress port)} that take a reminder from ``ps`` along a
+    shortest path to ``node`` and then, over the LPM routes, to ``host``; None if that walk
+    loops or misses the node."""
+    path = topo.shortest_path(ps, node)
+    pins = {a: (prev, b) for prev, a, b in zip(path, path[1:-1], path[2:]) if hops[a][host] != b}
+    prev, at, seen, passed = ps, path[1], set(), False
+    while at != host:
+        if (prev, at) in seen:
+            return None
+        seen.add((prev, at))
+        passed |= at == node
+        pin = pins.get(at)
+        prev, at = at, pin[1] if pin is not None and pin[0] == prev else hops[at][host]
+    port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
+    return {a: (port(a, p), port(a, b)) for a, (p, b) in pins.items()} if passed else None
 
 
 def _downstream(topo: Topology, hops: Mapping[str, Mapping[str, str]], s: str, dst: str) -> list[str]:

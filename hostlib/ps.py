@@ -27,13 +27,15 @@ packet (a late drain) is then ignored. A network packet overlapping ``net_bitmap
 token argument rules out, but a duplicating network could produce) is dropped whole: it cannot
 be split, and the query fallback below still completes the fragment.
 
-Liveness: an incomplete entry times out (RTO estimator with a floor and exponential backoff,
-ESA §6) → REMINDERs to the aggregation nodes of its sub-model drain their partials (ESA §5.1);
-from the second timeout on, the PS also *queries* the workers it lacks (a REMINDER with node 0
-sent to the worker), which answer with a RESEND of their own contribution — this covers a result
-multicast that some workers lost after the switch freed its aggregator (ESA §5.3, case 2). A RESEND
-for an already complete fragment is answered with the RESULT. Completing through resend copies
-may leave a partial in a switch; one clean-up REMINDER drains it (the drain is then ignored).
+Liveness (ESA §5.3): the first RESEND of an incomplete entry and each of its timeouts (RTO
+estimator with a floor and capped exponential backoff, ESA §6) *recover* it: REMINDERs to the
+aggregation nodes of its sub-model drain their partials (case 1), and *queries* to the workers it
+lacks (a REMINDER with node 0 sent to the worker) are answered with the worker's copy of the
+result if it holds one — the PS adopts it and passes it on (case 2: a result multicast that some
+workers lost after the switch freed its aggregator) — else with the worker's contribution. A
+RESEND for an already complete fragment is answered with the RESULT. Completing through resend
+copies may leave a partial in a switch; one clean-up REMINDER drains it (the drain is then
+ignored).
 
 Rounds. Entries are keyed (job, round, sub-model, fragment). A job's workers are at most one
 round apart (a worker starts round r+1 only once it holds every result of round r), so the PS
@@ -124,7 +126,7 @@ class PsStats:
 
 def _kind(h: InaHeader) -> str:
     if Flags.RESEND in h.flags:
-        return "resend"
+        return "result_copy" if Flags.RESULT in h.flags else "resend"
     if Flags.PREEMPTED in h.flags:
         return "drained" if Flags.REMINDER in h.flags else "preempted"
     if Flags.REMINDER in h.flags:
@@ -182,10 +184,11 @@ class ParameterServer:
         self.stats.count(kind)
         if kind == "reminder":
             return []                     # one of ours that came back: nothing to add
-        if kind == "resend" and h.worker_id not in job.workers:
+        from_worker = kind in ("resend", "result_copy")
+        if from_worker and h.worker_id not in job.workers:
             self.stats.count("unknown_worker")
             return []
-        if kind != "resend" and (h.bitmap & ~job.mask or h.bitmap == 0):
+        if not from_worker and (h.bitmap & ~job.mask or h.bitmap == 0):
             # a drained *held* aggregator (ATP mode) reports bitmap 0xFFFFFFFF and no sums: its
             # contributions already left as the complete aggregate. Nothing to add.
             self.stats.count("no_contribution")
@@ -200,6 +203,8 @@ class ParameterServer:
             e = self._entries[key] = _Entry(now, now + t, t, self.lanes)
         if kind == "resend":
             return self._on_resend(key, e, job, h, pkt.lanes, now)
+        if kind == "result_copy":
+            return self._on_result_copy(key, e, job, h, pkt.lanes)
         if e.result is not None:
             self.stats.count("late")      # e.g. a drained partial whose workers were resent
             return []
@@ -216,11 +221,7 @@ class ParameterServer:
         for key, e in self._entries.items():
             if e.result is None and e.deadline <= now:
                 e.attempts += 1
-                job = self.jobs[key[0]]
-                out += self._reminders(key, job)
-                if e.attempts >= 2:
-                    missing = job.mask & ~(e.net_bitmap | e.resend_bitmap)
-                    out += [self._query(key, w, job) for w in job.workers if missing >> w & 1]
+                out += self._recover(key, e, self.jobs[key[0]])
                 e.timeout = self.timeout.backoff(e.timeout)
                 e.deadline = now + e.timeout
         return out
@@ -250,11 +251,33 @@ class ParameterServer:
         e.resend.setdefault(h.worker_id, lanes.astype(np.int64))   # copies are identical
         out = self._maybe_complete(key, e, job, now)
         if e.result is None and not e.reminded:
-            # ESA §5.3 case 1: a worker timed out, so a partial may be stuck waiting for its lost
-            # copy; drain it now rather than after the PS's own timeout
+            # ESA §5.3: a worker timed out, so a partial may be stuck waiting for its lost copy
+            # (case 1) or the others may hold a result it lost (case 2); act now rather than
+            # after the PS's own timeout
             e.reminded = True
-            out += self._reminders(key, job)
+            out += self._recover(key, e, job)
         return out
+
+    def _on_result_copy(self, key: Key, e: _Entry, job: JobConfig, h: InaHeader,
+                        lanes: np.ndarray) -> list[bytes]:
+        """A worker's copy of the complete result (its answer to a query): final, so it
+        completes the entry; passed on to every worker not known to hold it."""
+        if e.result is not None:
+            self.stats.count("late")
+            return []
+        e.result = lanes.astype(np.int32)
+        e.overflow = Flags.OVERFLOW in h.flags
+        self.stats.completed += 1
+        out = [self._result_frame(key, e, w, job) for w in job.workers if w != h.worker_id]
+        self.stats.results_sent += len(out)
+        return out
+
+    def _recover(self, key: Key, e: _Entry, job: JobConfig) -> list[bytes]:
+        """Remind the aggregation nodes (drain a stuck partial) and query the workers whose
+        contribution is missing (they answer with the result if they hold it, else their
+        contribution)."""
+        missing = job.mask & ~(e.net_bitmap | e.resend_bitmap)
+        return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
 
     def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap) != job.mask:

@@ -15,6 +15,7 @@ class RtoEstimator:
     initial: float = 0.005
     minimum: float = 0.001
     maximum: float = 1.0
+    max_backoff: float = 4.0      # an item's timeout grows to at most this many RTOs
     srtt: float | None = None
     rttvar: float = 0.0
 
@@ -32,5 +33,7 @@ class RtoEstimator:
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
 
     def backoff(self, current: float) -> float:
-        """Exponential backoff of one item's timeout, capped at ``maximum``."""
-        return min(self.maximum, max(self.minimum, 2.0 * current))
+        """Exponential backoff of one item's timeout, capped at ``max_backoff`` RTOs and at
+        ``maximum``: losses here are random drops, not congestion, so a fragment unlucky several
+        times in a row must not stall its window for seconds."""
+        return min(self.maximum, self.max_backoff * self.rto, max(self.minimum, 2.0 * current))

@@ -45,6 +45,10 @@ class _Pending:
     deadline: float
     timeout: float
     retransmitted: bool = False
+    later_results: int = 0      # results of later fragments since it was sent ("dupACKs")
+
+
+FAST_RETRANSMIT_AFTER = 3       # later results that make a missing one count as lost (ESA §5.3)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class _Fragment:
 class WorkerStats:
     sent: int = 0
     resent: int = 0
+    fast_resent: int = 0        # of ``resent``: sent after later results, before the timeout
     results: int = 0
     duplicate_results: int = 0
     queries_answered: int = 0
@@ -91,7 +96,10 @@ class Worker:
         self._next = 0          # first fragment never sent
         self._started = False
         self.round = -1         # the current round (push() starts the next one)
-        self._previous: tuple[int, dict[tuple[int, int], int], list[_Fragment], list[np.ndarray]] | None = None
+        # the previous round: (round, index, fragments, encoded lanes, result, overflowed
+        # fragments), kept for the PS's queries
+        self._previous: tuple[int, dict[tuple[int, int], int], list[_Fragment], list[np.ndarray],
+                              np.ndarray, set[int]] | None = None
 
     # ------------------------------------------------------------------ application side
     def push(self, gradient: np.ndarray, submodel_sizes: Sequence[int] | None = None,
@@ -120,7 +128,8 @@ class Worker:
         # encode everything now: an overflow is the caller's error, before anything is on the wire
         encoded = [encode_lanes(g[fr.start:fr.stop], self.scale_bits, self.lanes, self.clip) for fr in frags]
         if self._started:
-            self._previous = (self.round, self._index, self._frags, self._encoded)
+            self._previous = (self.round, self._index, self._frags, self._encoded, self._result,
+                              self.stats.overflowed)
         self.round = rnd
         self._encoded = encoded
         self._gradient, self._frags = g, frags
@@ -159,8 +168,9 @@ class Worker:
         # (another worker may have lost one of its results), and its late results are duplicates
         if h.job_id == self.job_id and h.round == self.round:
             rnd, index, frags, encoded = self.round, self._index, self._frags, self._encoded
+            result, overflowed = self._result, self.stats.overflowed
         elif h.job_id == self.job_id and self._previous is not None and h.round == self._previous[0]:
-            rnd, index, frags, encoded = self._previous
+            rnd, index, frags, encoded, result, overflowed = self._previous
         else:
             self.stats.ignored += 1
             return []
@@ -172,9 +182,11 @@ class Worker:
                 return self._on_result(idx, h, pkt.lanes, now)
             self.stats.duplicate_results += 1
         elif Flags.REMINDER in h.flags and h.node_id == 0 and h.worker_id == self.worker_id:
-            # the PS's query (node 0 = the PS itself): it lacks our contribution. Answer even if
-            # we have the result — other workers may not (ESA §5.3, case 2).
+            # the PS's query (node 0 = the PS itself): it lacks this fragment. ESA §5.3 case 2:
+            # answer with the result if we hold it (others lost theirs), else our contribution.
             self.stats.queries_answered += 1
+            if rnd != self.round or self._done[idx]:
+                return [self._result_copy(rnd, frags[idx], result, idx in overflowed)]
             return [self._build(rnd, frags[idx], encoded[idx], resend=True)]
         else:
             self.stats.ignored += 1      # e.g. a reminder that passed a switch not owning its key
@@ -208,9 +220,21 @@ class Worker:
         p = self._pending.pop(idx, None)
         if p is not None and not p.retransmitted:          # Karn: ambiguous samples are skipped
             self.rto.sample(now - p.first_sent)
+        out = []
+        for earlier, q in self._pending.items():
+            # fast retransmit: results of later fragments of the same sub-model (same path, so
+            # in order) overtook this one: it was probably lost
+            if earlier < idx and not q.retransmitted and self._frags[earlier].submodel_id == fr.submodel_id:
+                q.later_results += 1
+                if q.later_results >= FAST_RETRANSMIT_AFTER:
+                    q.retransmitted = True
+                    q.deadline = now + q.timeout
+                    self.stats.resent += 1
+                    self.stats.fast_resent += 1
+                    out.append(self._frame(earlier, resend=True))
         while self._base < len(self._frags) and self._done[self._base]:
             self._base += 1
-        return self._fill(now)
+        return out + self._fill(now)
 
     def _fill(self, now: float) -> list[bytes]:
         """Send every never-sent fragment inside [base, base + window)."""
@@ -228,6 +252,18 @@ class Worker:
 
     def _frame(self, idx: int, resend: bool) -> bytes:
         return self._build(self.round, self._frags[idx], self._encoded[idx], resend)
+
+    def _result_copy(self, rnd: int, fr: _Fragment, result: np.ndarray, overflow: bool) -> bytes:
+        """Our copy of a fragment's result, for the PS to pass on (RESULT|RESEND: no switch
+        touches it)."""
+        lanes = np.zeros(self.lanes, dtype=np.int32)
+        lanes[:fr.stop - fr.start] = result[fr.start:fr.stop]
+        label = self.labels[fr.submodel_id]
+        h = InaHeader.for_worker(self.job_id, 0, fr.submodel_id, fr.fragment_id, self.worker_id,
+                                 label.fan_in, label.priority,
+                                 Flags.RESULT | Flags.RESEND | (Flags.OVERFLOW if overflow else Flags(0)), rnd)
+        return build_frame(h, lanes, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
+                           dst_mac=self.gateway_mac)
 
     def _build(self, rnd: int, fr: _Fragment, lanes: np.ndarray, resend: bool) -> bytes:
         label = self.labels[fr.submodel_id]

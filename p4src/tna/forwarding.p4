@@ -3,6 +3,7 @@
 #define _INA_TNA_FORWARDING_P4_
 
 control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
+                      in PortId_t ingress_port,
                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) ecmp_hash;
@@ -29,6 +30,8 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             hdr.ina.job_id    : exact;
             hdr.ina.node_id   : ternary;
             hdr.ina.worker_id : ternary;
+            hdr.ina.flags     : ternary;
+            ingress_port      : ternary;
         }
         actions = { route; NoAction; }
         default_action = NoAction();

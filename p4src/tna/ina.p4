@@ -195,7 +195,7 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             }
         }
         if (ig_tm_md.mcast_grp_a == 0) {
-            forwarding.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+            forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
         }
     }
 }

@@ -20,12 +20,15 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_metadata_t meta,
         meta.ecmp_size = size;
     }
 
-    // Pinned paths: per job, per next aggregation node and/or per worker (ternary, priorities).
+    // Pinned paths: per job, per next aggregation node, worker, flags (first copies vs
+    // reminders vs aggregates) and ingress port (ternary, priorities).
     table ina_route {
         key = {
             hdr.ina.job_id    : exact;
             hdr.ina.node_id   : ternary;
             hdr.ina.worker_id : ternary;
+            hdr.ina.flags     : ternary;
+            sm.ingress_port   : ternary;
         }
         actions = { route; NoAction; }
         default_action = NoAction();

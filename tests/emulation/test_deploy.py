@@ -30,7 +30,7 @@ def _walk(topo, dep, worker: str, node_id: int) -> list[str]:
             return seen
         ops = dep.ops[at]
         pin = [o for o in ops if o.method == "add_route" and dict(o.kwargs)["node_id"] == node_id
-               and dict(o.kwargs)["worker_id"] == wid]
+               and dict(o.kwargs).get("worker_id") == wid and dict(o.kwargs)["flags"] == 0]
         lpm = [o for o in ops if o.method == "add_lpm" and o.args[0] == ps_ip]
         at = port_to[at][pin[0].args[1] if pin else lpm[0].args[2]]
         assert len(seen) < 20, seen
@@ -96,3 +96,32 @@ def test_helpers() -> None:
     r = Rec()
     assert apply_ops(r, [TableOp.of("add_lpm", "10.0.0.1", 32, 2, dmac="02:00:00:00:00:01")]) == 1
     assert r.calls == [("add_lpm", ("10.0.0.1", 32, 2), {"dmac": "02:00:00:00:00:01"})]
+
+
+def _walk_reminder(topo, dep, node_id: int) -> list[str]:
+    """Switches a PS reminder for ``node_id`` visits: a pinned reminder route (node, flags ==
+    REMINDER, ingress port) first, else the /32 LPM to its ``reminder_via`` host."""
+    dst = dep.job_config.reminder_via[node_id]
+    port_to = {s: {l.port_of(s): l.other(s) for l in topo.links_of(s)} for s in topo.switches()}
+    prev, at, seen = dep.ps, topo.tor_of(dep.ps), []
+    while at in port_to:
+        seen.append(at)
+        in_port = topo.link(at, prev).port_of(at)
+        pin = [o for o in dep.ops[at] if o.method == "add_route" and dict(o.kwargs)["node_id"] == node_id
+               and dict(o.kwargs)["flags"] == 0x08 and dict(o.kwargs)["ingress_port"] == in_port]
+        lpm = [o for o in dep.ops[at] if o.method == "add_lpm" and o.args[0] == dst]
+        prev, at = at, port_to[at][pin[0].args[1] if pin else lpm[0].args[2]]
+        assert len(seen) < 20, seen
+    assert dep.addresses[at].ip == dst
+    return seen
+
+
+@pytest.mark.parametrize("scheme,fraction", [("goat", 0.2), ("atp", 0.2), ("goat", 1.0), ("atp", 1.0),
+                                             ("esa", 0.5)])
+def test_every_aggregation_node_is_on_its_reminder_route(scheme: str, fraction: float) -> None:
+    """The PS can drain every node that may hold a partial, detour nodes included."""
+    topo, job = _setup(fraction)
+    dep = deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=4000)
+    assert set(dep.job_config.reminder_via) == set(dep.node_ids.values())
+    for sw, node_id in dep.node_ids.items():
+        assert sw in _walk_reminder(topo, dep, node_id)

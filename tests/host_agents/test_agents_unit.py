@@ -69,8 +69,16 @@ def test_worker_timeout_resends_to_ps_with_backoff() -> None:
     assert wk.next_deadline() == 0.01 + 0.02                                 # doubled
     wk.on_timer(0.03)
     wk.on_timer(0.07)
-    assert wk.next_deadline() == 0.07 + 0.05                                 # capped at maximum
+    assert wk.next_deadline() == 0.07 + 0.04                                 # capped at 4 RTOs
     assert wk.stats.resent == 6
+
+
+def test_backoff_is_capped_by_rtos_and_by_maximum() -> None:
+    rto = RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05, max_backoff=10.0)
+    assert rto.backoff(0.04) == 0.05                                         # maximum
+    rto = RtoEstimator(initial=0.01, minimum=0.001, maximum=1.0)
+    assert rto.backoff(0.02) == 0.04 and rto.backoff(0.04) == 0.04           # 4 x rto
+    assert rto.backoff(0.0001) == 0.001                                      # minimum
 
 
 def test_worker_answers_only_its_own_query() -> None:
@@ -118,8 +126,10 @@ def _results(frames: list[bytes]) -> dict[str, np.ndarray]:
 def test_ps_resend_racing_a_switch_partial_counts_each_worker_once() -> None:
     ps = _ps()
     # w0 timed out and resent while the switch still held {0, 1}; the resend makes the PS remind
-    out = ps.on_frame(_contrib(0b0001, Flags.RESEND), 0.0)
-    assert {parse_frame(f, K).header.node_id for f in out} == {1, 2}
+    # the nodes and query the other workers at once (ESA §5.3 cases 1 and 2)
+    out = [parse_frame(f, K).header for f in ps.on_frame(_contrib(0b0001, Flags.RESEND), 0.0)]
+    assert {h.node_id for h in out if h.worker_id == 255} == {1, 2}
+    assert sorted(h.worker_id for h in out if h.node_id == 0) == [1, 2, 3]
     assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.001) == []   # the drain
     assert ps.on_frame(_contrib(0b0100, Flags.COLLISION), 0.002) == []
     res = _results(ps.on_frame(_contrib(0b1000), 0.003))
@@ -145,7 +155,8 @@ def test_ps_completed_by_resends_reminds_once_and_ignores_late_drains() -> None:
     res = _results(out)
     assert len(res) == 4 and all(np.array_equal(r, TOTAL) for r in res.values())
     reminders = [parse_frame(f, K) for f in out if parse_frame(f, K).header.flags == Flags.REMINDER]
-    assert len(reminders) == 4         # 2 nodes when the first resend came, 2 to clean up
+    assert sum(p.header.node_id != 0 for p in reminders) == 4   # 2 nodes at the first resend, 2 to clean up
+    assert sum(p.header.node_id == 0 for p in reminders) == 3   # queries for w1..w3 at the first resend
     assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.01) == []
     assert ps.stats.received["late"] == 1
     assert np.array_equal(ps.result(5, 0, 0), TOTAL)
@@ -172,15 +183,57 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
     ps.on_frame(_contrib(0b0101, Flags.PREEMPTED), 0.0)
     assert ps.next_deadline() == 0.01
     first = [parse_frame(f, K) for f in ps.on_timer(0.01)]
-    assert [(p.header.node_id, p.dst_ip) for p in first] == [(1, VIA[1]), (2, VIA[2])]
+    assert [(p.header.node_id, p.dst_ip) for p in first if p.header.node_id] == [(1, VIA[1]), (2, VIA[2])]
     assert all(p.header.flags == Flags.REMINDER and p.header.bitmap == 0 for p in first)
-    assert ps.next_deadline() == 0.03
-    second = [parse_frame(f, K) for f in ps.on_timer(0.03)]
-    queries = [(p.dst_ip, p.header.worker_id) for p in second if p.header.node_id == 0]
+    queries = [(p.dst_ip, p.header.worker_id) for p in first if p.header.node_id == 0]
     assert queries == [(WIP[1], 1), (WIP[3], 3)]
+    assert ps.next_deadline() == 0.03
+    second = [parse_frame(f, K) for f in ps.on_timer(0.03)]          # again, until complete
+    assert len(second) == 4
     ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.031)
     assert _results(ps.on_frame(_contrib(0b1000, Flags.RESEND), 0.032))
     assert ps.next_deadline() is None
+
+
+def test_ps_passes_on_a_result_copy_a_worker_answered_with() -> None:
+    """ESA §5.3 case 2: w2 lost the switch's multicast result; the PS queries the others, and
+    the first that holds the result answers with it; the PS sends it to everyone else."""
+    ps = _ps()
+    out = [parse_frame(f, K).header for f in ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0)]
+    assert sorted(h.worker_id for h in out if h.node_id == 0) == [0, 1, 3]
+    copy = InaHeader(5, 0, 0, 0, 1, 4, 1, 0, 0b0010, Flags.RESULT | Flags.RESEND)
+    res = _results(ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), 0.001))
+    assert sorted(res) == [WIP[0], WIP[2], WIP[3]] and all(np.array_equal(r, TOTAL) for r in res.values())
+    assert ps.done() and ps.stats.received["result_copy"] == 1
+    assert ps.on_frame(build_frame(copy.with_(worker_id=3, bitmap=0b1000), TOTAL.astype(np.int32),
+                                   src_ip=WIP[3], dst_ip=PS_IP), 0.002) == []        # second copy: late
+    assert ps.stats.received["late"] == 1
+
+
+def test_worker_answers_a_query_with_its_result_once_it_has_it() -> None:
+    wk = _worker(n_frags=2)
+    wk.start(0.0)
+    wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)
+    q = InaHeader(5, 0, 0, 1, 1, 0, 0, 0, 0, Flags.REMINDER)
+    (f,) = wk.on_frame(build_frame(q, np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.002)
+    p = parse_frame(f, K)
+    assert p.header.flags == Flags.RESULT | Flags.RESEND and np.all(p.lanes == 7) and p.dst_ip == PS_IP
+    wk.on_frame(_result(5, 0, np.full(K, 3)), 0.003)
+    wk.push(np.zeros(2 * K))                               # round 1: round 0 stays queryable
+    (f,) = wk.on_frame(build_frame(q.with_(fragment_id=0), np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.004)
+    p = parse_frame(f, K)
+    assert p.header.round == 0 and Flags.RESULT in p.header.flags and np.all(p.lanes == 3)
+
+
+def test_worker_fast_retransmits_after_three_later_results() -> None:
+    wk = _worker(window=5, n_frags=6)
+    wk.start(0.0)
+    assert wk.on_frame(_result(5, 1, np.full(K, 1)), 0.001) == []
+    assert wk.on_frame(_result(5, 2, np.full(K, 1)), 0.001) == []
+    (f,) = wk.on_frame(_result(5, 3, np.full(K, 1)), 0.001)                  # third later result
+    p = parse_frame(f, K)
+    assert p.header.fragment_id == 0 and p.header.flags == Flags.RESEND and wk.stats.fast_resent == 1
+    assert wk.on_frame(_result(5, 4, np.full(K, 1)), 0.001) == []            # only once
 
 
 def test_ps_keeps_jobs_apart_and_saturates() -> None:
