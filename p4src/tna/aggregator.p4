@@ -80,10 +80,19 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
     };
     EXCHANGE_REGISTER(bit<32>, agg_bitmap, meta.new_bitmap)
+    // The stateful ALU cannot test (value & bitmap) before writing, so the merge is
+    // unconditional; a duplicate that brought new bits (a partial overlapping the aggregator)
+    // has them cleared again by a resubmitted pass (agg_bitmap_keep), so a dropped packet
+    // leaves the aggregator as it was.
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_merge = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
-            value = value | hdr.ina.bitmap;     // a duplicate's bits are already set: no change
+            value = value | hdr.ina.bitmap;
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_keep = {
+        void apply(inout bit<32> value) {
+            value = value & meta.resubmit.keep_bits;
         }
     };
     // contributions still missing (fan_in - count): 0 when complete or free
@@ -102,14 +111,20 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     EXCHANGE_REGISTER(bit<8>, agg_fan_in, meta.new_fan_in)
     EXCHANGE_REGISTER(bit<32>, agg_ps_addr, meta.new_ps_addr)
 
-    // K lanes: one register each, with exchange (claim/swap), saturating add and take.
+    // K lanes: one register each, with exchange (claim/swap), saturating add and take. The add
+    // is sticky at the bounds: a lane that saturated stays saturated, so a later addition
+    // cannot bring it back into range unflagged (egress flags aggregates with a lane at a bound).
 #define LANE_STATE(i)                                                                  \
     Register<int<32>, bit<32>>(INA_POOL_SIZE) lane_##i;                                \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_exchange = {        \
         void apply(inout int<32> value, out int<32> rv) { rv = value; value = hdr.lanes.v##i; } \
     };                                                                                 \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = {             \
-        void apply(inout int<32> value) { value = value |+| hdr.lanes.v##i; }          \
+        void apply(inout int<32> value) {                                              \
+            if (value != 0x7fffffff && value != -0x7fffffff - 1) {                     \
+                value = value |+| hdr.lanes.v##i;                                      \
+            }                                                                          \
+        }                                                                              \
     };                                                                                 \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_take = {            \
         void apply(inout int<32> value, out int<32> rv) { rv = value; value = 0; }     \
@@ -192,6 +207,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 bit<32> seen = agg_bitmap_merge.execute(meta.agg_index);
                 if ((seen & hdr.ina.bitmap) != 0) {
                     meta.verdict = INA_DUPLICATE;
+                    if ((hdr.ina.bitmap & ~seen) != 0) {
+                        // it brought bits the aggregator lacked: take them out again
+                        meta.verdict = INA_RESUBMIT;
+                        meta.resubmit.op = INA_OP_UNMERGE;
+                        meta.resubmit.keep_bits = seen | ~hdr.ina.bitmap;
+                    }
                     return;
                 }
                 bit<8> done = agg_remaining_consume.execute(meta.agg_index);
@@ -217,6 +238,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
 
         // ---- second pass (resubmitted) ----
+        if (meta.op == INA_OP_UNMERGE) {
+            agg_bitmap_keep.execute(meta.agg_index);
+            meta.verdict = INA_DUPLICATE;
+            return;
+        }
         if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN) {
             bit<1> hold = 0;
             if (meta.op == INA_OP_TAKE && meta.hold == 1) {

@@ -9,12 +9,14 @@ const bit<8> INA_OP_TAKE    = 1;   // aggregate complete: read the sums out, fre
 const bit<8> INA_OP_SWAP    = 2;   // preemption: exchange aggregator and packet (packet swapping)
 const bit<8> INA_OP_DRAIN   = 3;   // reminder: read the partial out to the PS, free
 const bit<8> INA_OP_RELEASE = 4;   // a returning result frees a held aggregator
+const bit<8> INA_OP_UNMERGE = 5;   // a duplicate's bits merged in pass 1 are cleared again
 
 const bit<3> INA_RESUBMIT   = 4;   // verdict: resubmit for a second pass
 
 header ina_resubmit_h {
     bit<8>  op;
-    bit<56> pad;                   // Tofino 1 resubmit data is 64 bits
+    bit<32> keep_bits;             // UNMERGE: bitmap bits to keep (all but the duplicate's new ones)
+    bit<24> pad;                   // Tofino 1 resubmit data is 64 bits
 }
 
 struct ina_ig_metadata_t {

@@ -131,6 +131,22 @@ def test_retransmission_is_not_counted_twice(arch: str) -> None:
     assert np.all(pkt.lanes == 6) and pkt.header.count == 2
 
 
+def test_overlapping_duplicate_leaves_the_aggregator_unchanged(arch: str) -> None:
+    """A partial {0, 1} meeting an aggregator that holds {0} is a duplicate: dropped, and it
+    must not mark worker 1 as aggregated (else worker 1's own first copy would be dropped and
+    the sum would lack it)."""
+    s = InaSwitch(arch, workers=4)
+    s.send(s.fragment(0, fan_in=4), np.full(s.lanes, 1, np.int32))
+    i = next(i for i in range(64) if s.register("agg_bitmap", i))
+    overlap = s.fragment(1, fan_in=4).with_(bitmap=0b0011, count=2, worker_id=WORKER_AGGREGATE)
+    assert s.send(overlap, np.full(s.lanes, 500, np.int32)) == []
+    assert s.register("agg_bitmap", i) == 0b0001
+    out = []
+    for w in (1, 2, 3):
+        out += s.parse(s.send(s.fragment(w, fan_in=4), np.full(s.lanes, 10 * w, np.int32)))
+    assert len(out) == 4 and all(p.header.bitmap == 0b1111 and np.all(p.lanes == 61) for _, p in out)
+
+
 def test_resend_goes_to_ps_unaggregated(arch: str) -> None:
     s = InaSwitch(arch, workers=2)
     h = s.fragment(0, fan_in=2, flags=Flags.RESEND)
@@ -147,6 +163,15 @@ def test_overflow_saturates_and_is_flagged(arch: str) -> None:
     (_, pkt), = s.parse(s.send(s.fragment(1, fan_in=2), small))
     assert Flags.OVERFLOW in pkt.header.flags
     assert pkt.lanes[0] == INT32_MAX and pkt.lanes[1] == INT32_MAX - 7
+
+
+def test_a_lane_that_saturated_is_flagged_even_back_in_range(arch: str) -> None:
+    """MAX-1, +10 (saturates), -20: the sum is back inside int32 but wrong; it must be flagged."""
+    s = InaSwitch(arch, workers=3, result="ps")
+    for w, v in enumerate([INT32_MAX - 1, 10]):
+        assert s.send(s.fragment(w, fan_in=3), np.full(s.lanes, v, np.int32)) == []
+    (_, pkt), = s.parse(s.send(s.fragment(2, fan_in=3), np.full(s.lanes, -20, np.int32)))
+    assert Flags.OVERFLOW in pkt.header.flags
 
 
 def test_two_jobs_never_disturb_each_other(arch: str) -> None:
