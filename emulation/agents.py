@@ -124,7 +124,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
             st = wk.stats
             rounds.append({"round": rnd, "seconds": time.time() - t, "done": bool(finished),
                            "exact": bool(finished and np.array_equal(wk.result_fixed(), want)),
-                           "sent": st.sent, "resent": st.resent, "results": st.results,
+                           "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent, "results": st.results,
                            "duplicate_results": st.duplicate_results,
                            "queries_answered": st.queries_answered, "overflowed": len(st.overflowed)})
             if not finished:
@@ -135,7 +135,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
         run_udp(wk, tr, cfg.get("linger", 120.0), stop=finish.exists)
     finally:
         tr.close()
-    total = {k: sum(r[k] for r in rounds) for k in ("sent", "resent", "results", "duplicate_results",
+    total = {k: sum(r[k] for r in rounds) for k in ("sent", "resent", "fast_resent", "results", "duplicate_results",
                                                    "queries_answered", "overflowed")}
     return {"role": "worker", "host": cfg["host"], "worker_id": cfg["worker_id"],
             "done": len(rounds) == cfg.get("rounds", 1) and all(r["done"] for r in rounds),

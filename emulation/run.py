@@ -61,7 +61,8 @@ class RoundResult:
         n = min((len(w["rounds"]) for w in self.workers), default=0)
         return [{"round": r, "seconds": max(w["rounds"][r]["seconds"] for w in self.workers),
                  "exact": all(w["rounds"][r]["exact"] for w in self.workers),
-                 "worker_resent": sum(w["rounds"][r]["resent"] for w in self.workers)}
+                 "worker_resent": sum(w["rounds"][r]["resent"] for w in self.workers),
+                 "worker_fast_resent": sum(w["rounds"][r]["fast_resent"] for w in self.workers)}
                 for r in range(n)]
 
 
@@ -166,7 +167,7 @@ def fattree_setup(k: int, workers: int, mb: float, *, programmable_fraction: flo
 
 def run_scheme_round(topo: Topology, job: Job, scheme: str, *, mb: float, loss: float, workdir: Path,
                      bw_scale: float, window: int, seed: int, timeout: float, rounds: int = 1,
-                     log: Any = print) -> tuple[RoundResult, Deployment]:
+                     rto: dict[str, float] | None = None, log: Any = print) -> tuple[RoundResult, Deployment]:
     plan = run_scheme(scheme, topo, [job])
     dep = deploy_plan(topo, job, plan, total_elements=int(mb * 1e6 / 4))
     log(f"[{scheme}] aggregation nodes: "
@@ -181,12 +182,12 @@ def run_scheme_round(topo: Topology, job: Job, scheme: str, *, mb: float, loss: 
         entries = install(net, dep.ops)
         log(f"[{scheme}] {entries} table entries over P4Runtime in {time.time() - t:.1f} s")
         res = run_allreduce(net, dep, workdir / scheme, window=window, seed=seed, timeout=timeout,
-                            rounds=rounds)
+                            rounds=rounds, rto=rto)
         res.entries = entries
         res.extra["ina_switches"] = dep.ina_switches
         for r in res.per_round() if rounds > 1 else []:
             log(f"[{scheme}] round {r['round']}: {r['seconds']:.2f} s, exact={r['exact']}, "
-                f"worker resends {r['worker_resent']}")
+                f"worker resends {r['worker_resent']} ({r['worker_fast_resent']} fast)")
         log(f"[{scheme}] completion {res.completion:.2f} s ({rounds} round{'s' * (rounds > 1)}), "
             f"exact={res.exact}, PS received {res.ps['rx_packets']} packets, switch tx {res.switch_tx}")
         return res, dep
@@ -216,7 +217,8 @@ def write_rounds(per_round: dict[str, list[dict[str, Any]]], out: Path) -> None:
     """rounds.csv: one row per (scheme, round)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "rounds.csv", "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["scheme", "round", "seconds", "exact", "worker_resent"])
+        wr = csv.DictWriter(f, fieldnames=["scheme", "round", "seconds", "exact", "worker_resent",
+                                           "worker_fast_resent"])
         wr.writeheader()
         for scheme, rows in per_round.items():
             for r in rows:
@@ -276,7 +278,8 @@ def cmd_fattree(args: argparse.Namespace) -> int:
     for scheme in [s.strip() for s in args.schemes.split(",") if s.strip()]:
         res, dep = run_scheme_round(topo, job, scheme, mb=args.mb, loss=args.loss, workdir=out / "runs",
                                     bw_scale=args.bw_scale, window=args.window, seed=args.seed + 1,
-                                    timeout=args.timeout, rounds=args.rounds)
+                                    timeout=args.timeout, rounds=args.rounds,
+                                    rto={"minimum": args.rto_min, "initial": max(args.rto_min, 0.3)})
         rows.append(summarise(res, dep, args.mb, args.loss))
         per_round[scheme] = res.per_round()
         ok &= res.exact
@@ -302,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ft.add_argument("--bw-scale", type=float, default=5000.0, help="link Mb/s = Gb/s * 1000 / scale")
     ft.add_argument("--window", type=int, default=8, help="fragments in flight per worker")
     ft.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
+    ft.add_argument("--rto-min", type=float, default=0.1,
+                    help="floor of the hosts' retransmission timeout (s); the estimate adapts above it")
     ft.add_argument("--rounds", type=int, default=1,
                     help="all-reduce rounds per scheme, each with fresh gradients (training iterations)")
     ft.add_argument("--seed", type=int, default=0)

@@ -75,9 +75,15 @@ class Worker:
     def __init__(self, job_id: int, worker_id: int, ps_ip: str, ip: str,
                  labels: Sequence[FragmentLabel] | Mapping[int, FragmentLabel], *, mac: str | int = 0,
                  gateway_mac: str | int = 0, lanes: int = DEFAULT_LANES, scale_bits: int = 16,
-                 window: int = 8, rto: RtoEstimator | None = None, clip: bool = False) -> None:
+                 window: int = 8, reach: int | None = None, rto: RtoEstimator | None = None,
+                 clip: bool = False) -> None:
         if window < 1:
             raise ValueError("window must be at least one fragment")
+        # selective repeat: at most ``window`` fragments await a result, anywhere in
+        # [base, base + reach), so a fragment being recovered holds one slot, not the window
+        self.reach = 4 * window if reach is None else reach
+        if self.reach < window:
+            raise ValueError(f"reach {self.reach} must be at least the window {window}")
         self.job_id, self.worker_id = job_id, worker_id
         self.ps_ip, self.ip, self.mac, self.gateway_mac = ps_ip, ip, mac, gateway_mac
         self.labels: Mapping[int, FragmentLabel] = (dict(enumerate(labels)) if not isinstance(labels, Mapping)
@@ -237,9 +243,11 @@ class Worker:
         return out + self._fill(now)
 
     def _fill(self, now: float) -> list[bytes]:
-        """Send every never-sent fragment inside [base, base + window)."""
+        """Send never-sent fragments while fewer than ``window`` await a result, up to
+        ``base + reach``."""
         out = []
-        while self._next < len(self._frags) and self._next < self._base + self.window:
+        while (self._next < len(self._frags) and len(self._pending) < self.window
+               and self._next < self._base + self.reach):
             idx = self._next
             self._next += 1
             if self._done[idx]:

@@ -35,11 +35,21 @@ def test_worker_window_labels_and_sliding() -> None:
     assert (h.job_id, h.node_id, h.fan_in, h.priority, h.bitmap, h.flags) == (5, 2, 4, 77, 0b10, Flags(0))
     assert out[1].dst_ip == PS_IP and out[1].src_ip == WIP[1]
     assert np.array_equal(out[1].lanes, (np.arange(K, 2 * K) / 4.0 * 65536).astype(np.int32))
-    # a result out of order does not slide the window; the first one does
-    assert wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001) == []
+    # selective repeat: any result frees a slot, the base need not move
+    nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)]
+    assert nxt == [3]
     nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002)]
-    assert nxt == [3, 4]
+    assert nxt == [4]
     assert np.array_equal(wk.result_fixed()[:2 * K], np.r_[np.full(K, 3), np.full(K, 7)])
+
+
+def test_worker_reach_bounds_how_far_past_a_missing_result_it_sends() -> None:
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=2, reach=3)
+    wk.push(np.zeros(K * 10))
+    assert [parse_frame(f, K).header.fragment_id for f in wk.start(0.0)] == [0, 1]
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 1, np.zeros(K)), 0.001)] == [2]
+    assert wk.on_frame(_result(5, 2, np.zeros(K)), 0.002) == []        # fragment 3 is past base 0 + reach 3
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 0, np.zeros(K)), 0.003)] == [3, 4]
 
 
 def test_worker_duplicate_and_foreign_results_are_harmless() -> None:
@@ -228,12 +238,13 @@ def test_worker_answers_a_query_with_its_result_once_it_has_it() -> None:
 def test_worker_fast_retransmits_after_three_later_results() -> None:
     wk = _worker(window=5, n_frags=6)
     wk.start(0.0)
-    assert wk.on_frame(_result(5, 1, np.full(K, 1)), 0.001) == []
-    assert wk.on_frame(_result(5, 2, np.full(K, 1)), 0.001) == []
-    (f,) = wk.on_frame(_result(5, 3, np.full(K, 1)), 0.001)                  # third later result
-    p = parse_frame(f, K)
-    assert p.header.fragment_id == 0 and p.header.flags == Flags.RESEND and wk.stats.fast_resent == 1
-    assert wk.on_frame(_result(5, 4, np.full(K, 1)), 0.001) == []            # only once
+    for frag in (1, 2):                                   # new fragments only, no resend yet
+        assert all(parse_frame(f, K).header.flags == Flags(0) for f in wk.on_frame(_result(5, frag, np.full(K, 1)), 0.001))
+    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 3, np.full(K, 1)), 0.001)]   # third later
+    resent = [h for h in out if h.flags == Flags.RESEND]
+    assert [h.fragment_id for h in resent] == [0] and wk.stats.fast_resent == 1
+    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 4, np.full(K, 1)), 0.001)]
+    assert not [h for h in out if h.flags == Flags.RESEND]                     # only once
 
 
 def test_ps_keeps_jobs_apart_and_saturates() -> None:
