@@ -4,7 +4,7 @@ Two families, matching the two plan views the checker knows (see ``controller.ch
 
 * GOAT's baselines (GOAT §VII-A) fill the placement view — which switch aggregates which
   worker's sub-model, with the GOAT memory model — and report ``gina_cost`` (GOAT Eq. 1):
-  geryon, atp, esa, switchml, k-sgd. They also fill the routing view (paths, one common worker
+  ps (no INA at all: the parameter-server baseline), geryon, atp, esa, switchml, k-sgd. They also fill the routing view (paths, one common worker
   rate), so the routing simulators can run them too.
 * ARO's and InArt's baselines fill the routing view only and report ``throughput``:
   grid, aggtree, random, lbmm.
@@ -320,20 +320,34 @@ def atp(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     return _placement_plan("atp", topo, jobs, _atp_placement(topo, jobs), _atp_routing(topo, jobs), {})
 
 
-@register("esa")
-def esa(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
-    """ESA: ATP's placement and routing (its preemption happens in the data plane). Records
-    each sub-model's priority, ESA §5.4 Eq. 1: P_j(l) = 1/T_j * L_j/l * Comm_j/Comp_j, with
-    l the 1-based sub-model (layer) index, L_j the number of sub-models, T_j the remaining
-    time (``job.meta["remaining_time"]``, default 1) and Comm_j/Comp_j
-    (``job.meta["comm_comp_ratio"]``, default 1); ``job.priority`` is kept as the static part."""
+@register("ps")
+def parameter_server(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+    """No in-network aggregation: every worker sends its whole gradient along its shortest path
+    to the PS, which aggregates everything — the baseline all the papers' figures start from."""
+    pl = _place(topo, jobs, lambda j, w: [], lambda s, j: 0.0, second_level=False)
+    return _placement_plan("ps", topo, jobs, pl, _route_all(topo, jobs, _no_merge, least_loaded, {"ina": "none"}), {})
+
+
+def esa_priorities(jobs: list[Job]) -> dict[str, dict[str, float]]:
+    """ESA §5.4 Eq. 1 per sub-model: P_j(l) = 1/T_j * L_j/l * Comm_j/Comp_j, with l the 1-based
+    sub-model (layer) index, L_j the number of sub-models, T_j the remaining time
+    (``job.meta["remaining_time"]``, default 1) and Comm_j/Comp_j (``job.meta["comm_comp_ratio"]``,
+    default 1). ESA recomputes it as jobs progress (T_j shrinks): call it again per round."""
     prio: dict[str, dict[str, float]] = {}
     for j in jobs:
         t = float(j.meta.get("remaining_time", 1.0))
         cc = float(j.meta.get("comm_comp_ratio", 1.0))
         n = len(j.submodels)
         prio[j.name] = {s.name: (1.0 / t) * (n / (l + 1)) * cc for l, s in enumerate(j.submodels)}
-    extra = {"priority": prio, "static_priority": {j.name: j.priority for j in jobs}}
+    return prio
+
+
+@register("esa")
+def esa(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
+    """ESA: ATP's placement and routing (its preemption happens in the data plane). Records
+    each sub-model's priority (:func:`esa_priorities`, ESA §5.4 Eq. 1); ``job.priority`` is
+    kept as the static part."""
+    extra = {"priority": esa_priorities(jobs), "static_priority": {j.name: j.priority for j in jobs}}
     return _placement_plan("esa", topo, jobs, _atp_placement(topo, jobs), _atp_routing(topo, jobs), extra)
 
 

@@ -31,7 +31,7 @@ What gets installed, for one job with a single PS:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from hostlib.protocol import Flags
@@ -132,9 +132,51 @@ def submodel_elements(job: Job, total_elements: int) -> list[int]:
     return out
 
 
+def priority_bytes(priorities: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, int]]:
+    """ESA priorities (any positive scale, e.g. :func:`controller.baselines.esa_priorities`) as
+    the header's 8-bit field: proportional, the largest of all jobs 254 (255 marks ATP's held
+    aggregators), every one at least 1 so even the lowest can claim a free aggregator."""
+    top = max((p for subs in priorities.values() for p in subs.values()), default=0.0)
+    if top <= 0:
+        return {j: {s: 1 for s in subs} for j, subs in priorities.items()}
+    return {j: {s: max(1, min(254, round(254 * p / top))) for s, p in subs.items()}
+            for j, subs in priorities.items()}
+
+
+def esa_priority_schedule(jobs: list[Job], rounds: Mapping[str, int]) -> dict[str, list[list[int]]]:
+    """ESA's priorities recomputed every round, as its scheduler does while jobs progress: in
+    round r job j has ``rounds[j] - r`` rounds left, each costing time ∝ its model size, so
+    T_j = (rounds left) × size (Eq. 1's remaining time); 8-bit values scaled over the jobs still
+    running. Returns job → round → sub-model (model order) → priority byte."""
+    from .baselines import esa_priorities          # baselines registers schemes: import late
+    out: dict[str, list[list[int]]] = {j.name: [] for j in jobs}
+    for r in range(max(rounds.values(), default=0)):
+        live = [replace(j, meta={**j.meta, "remaining_time": (rounds[j.name] - r) * j.total_mb})
+                for j in jobs if r < rounds[j.name]]
+        scaled = priority_bytes(esa_priorities(live))
+        for j in live:
+            out[j.name].append([scaled[j.name][s.name] for s in j.submodels])
+    return out
+
+
+def pool_for_memory(memory_bytes: int, lanes: int, limit: int = DEFAULT_POOL) -> int:
+    """Aggregators a switch with ``memory_bytes`` of aggregator memory holds (4-byte lanes): the
+    largest power of two that fits (Tofino masks the hash), at most the program's pool."""
+    n = max(1, min(limit, memory_bytes // (4 * lanes)))
+    return 1 << (n.bit_length() - 1)
+
+
 def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
-                pool_size: int = DEFAULT_POOL, multi_job: bool = False) -> Deployment:
-    """Configuration for ``job`` under ``plan`` (single-PS jobs; see the module docstring)."""
+                pool_size: int = DEFAULT_POOL, multi_job: bool = False, node_base: int = 0,
+                pools: Mapping[str, tuple[int, int]] | None = None, rid_base: int = 1,
+                priorities: Mapping[str, int] | None = None) -> Deployment:
+    """Configuration for ``job`` under ``plan`` (single-PS jobs; see the module docstring).
+
+    Several jobs on one fabric (:func:`deploy_jobs`): ``node_base`` is added to every switch
+    id this job uses as node id (so each job can get its own ``ina_node`` entry and pool),
+    ``pools`` gives a switch's (pool_base, pool_size) for this job (default (0, pool_size)),
+    ``rid_base`` the first multicast replica id of this job's groups, and ``priorities`` the
+    8-bit ESA priority of each sub-model (by name; default: from ``plan.extra["priority"]``)."""
     if len(job.ps) != 1:
         raise ValueError(f"job {job.name}: deploy_plan supports one PS, not {len(job.ps)}")
     ps = job.ps[0]
@@ -143,7 +185,13 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     preempt = scheme == "esa"
     addr = host_addresses(topo)
     hops = next_hops(topo)
-    sid = {s: topo.nodes[s].switch_id for s in topo.switches()}
+    sid = {s: node_base + topo.nodes[s].switch_id for s in topo.switches()}
+    if node_base + max(topo.nodes[s].switch_id for s in topo.switches()) > 0xFFFF:
+        raise ValueError(f"job {job.name}: node ids from base {node_base} do not fit 16 bits")
+    pool_of = lambda n: (pools or {}).get(n, (0, pool_size))          # noqa: E731
+    if priorities is None:
+        prio = plan.extra.get("priority", {})
+        priorities = priority_bytes(prio).get(job.name, {}) if prio else {}
     wid = {w: i for i, w in enumerate(job.workers)}
     subs = [submodel_key(job, s, multi_job) for s in job.submodels]
     forward_to: dict[str, dict[str, str]] = plan.extra.get("forward_to", {}) or {}
@@ -209,16 +257,17 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
             ops[s].append(TableOp.of("add_lpm", addr[h].ip, 32, port(s, hops[s][h]), dmac=addr[h].mac))
     for n, lv in levels.items():
         node = sid[n]
-        ops[n].append(TableOp.of("add_node", node, pool_base=0, pool_size=pool_size))
+        base, size = pool_of(n)
+        ops[n].append(TableOp.of("add_node", node, pool_base=base, pool_size=size))
         ops[n].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=hold))
         if hold:
-            ops[n].append(TableOp.of("add_release", job.job_id, node, pool_base=0, pool_size=pool_size))
+            ops[n].append(TableOp.of("add_release", job.job_id, node, pool_base=base, pool_size=size))
         if lv[0] == "to_node":
             ops[n].append(TableOp.of("level_to_node", job.job_id, node, next_node=sid[lv[1]], next_fan_in=lv[2]))
         elif lv[0] == "to_multicast":
             members = [(port(n, hops[n][w]), addr[w].ip, addr[w].mac) for w in job.workers]
             # one group per (job, node): the switch id keeps groups distinct across nodes
-            ops[n].append(TableOp.of("add_result_group", job.job_id, members, rid_base=1))
+            ops[n].append(TableOp.of("add_result_group", job.job_id, members, rid_base=rid_base))
             ops[n].append(TableOp.of("level_to_multicast", job.job_id, node, job.job_id))
         else:
             ops[n].append(TableOp.of("level_to_ps", job.job_id, node))
@@ -240,8 +289,9 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         if lv[0] == "to_node" and lv[1] not in _downstream(topo, hops, n, ps):
             raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")
 
-    labels = {w: [FragmentLabel(sid[n], fan[(n, i)]) if n is not None else FragmentLabel(0, n_workers)
-                  for i, n in enumerate(y[w])] for w in job.workers}
+    prio = [int(priorities.get(sub.name, 0)) for sub in job.submodels]
+    labels = {w: [FragmentLabel(sid[n], fan[(n, i)], prio[i]) if n is not None
+                  else FragmentLabel(0, n_workers, prio[i]) for i, n in enumerate(y[w])] for w in job.workers}
     # reminders: from the PS along a shortest path to the node, then on to a host that ignores
     # them; pinned (flags == REMINDER, ingress port) where the host's LPM route leaves that path
     via: dict[int, str] = {}
@@ -263,6 +313,76 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
                       {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})
+
+
+@dataclass
+class FabricDeployment:
+    """Several jobs of one plan on one fabric: one :class:`Deployment` per job and the
+    merged table operations of every switch."""
+    scheme: str
+    jobs: list[Deployment]
+    ops: dict[str, list[TableOp]]
+    pool_sizes: dict[str, int]                  # aggregating switch → aggregators (all jobs)
+
+    @property
+    def ina_switches(self) -> list[str]:
+        return sorted({s for d in self.jobs for s in d.node_ids})
+
+
+MAX_WORKERS_PER_GROUP = 256         # replica ids per job's multicast group (rid_base stride)
+
+
+def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: Mapping[str, int],
+                lanes: int = 64, pool_limit: int = DEFAULT_POOL, partition: bool | None = None) -> FabricDeployment:
+    """Configuration for every job of ``plan`` on one fabric.
+
+    A switch's pool is what its memory holds (:func:`pool_for_memory`). Jobs share it — one
+    node id per switch, fragments of all jobs hashed over the whole pool, as ATP and ESA do —
+    or, with ``partition`` (default: SwitchML, which partitions statically), each job aggregating
+    on a switch gets an equal power-of-two slice under a node id of its own (switch id + 256 ×
+    job position). Multicast replica ids are disjoint per job; ESA priorities are scaled to 8
+    bits over all jobs together, so jobs compare as Eq. 1 says."""
+    if not jobs:
+        raise ValueError("deploy_jobs: no jobs")
+    partition = plan.scheme == "switchml" if partition is None else partition
+    multi = len(jobs) > 1
+    prio = priority_bytes(plan.extra.get("priority", {}) or {})
+    pools = {s: pool_for_memory(topo.nodes[s].memory_bytes, lanes, pool_limit) for s in topo.switches()}
+    # which jobs may aggregate at each switch (to split partitioned pools among them only)
+    users: dict[str, list[int]] = {}
+    for k, j in enumerate(jobs):
+        keys = {submodel_key(j, sub, multi) for sub in j.submodels}
+        here = {n for w in j.workers for g, n in plan.aggregation_node.get(w, {}).items() if g in keys and n}
+        here |= {t for g, fwd in (plan.extra.get("forward_to") or {}).items() if g in keys for t in fwd.values()}
+        for s in here:
+            users.setdefault(s, []).append(k)
+    deps = []
+    for k, j in enumerate(jobs):
+        if partition:
+            slices = {}
+            for s, ks in users.items():
+                size = 1 << ((pools[s] // len(ks)).bit_length() - 1)
+                slices[s] = (ks.index(k) * size if k in ks else 0, size)
+            node_base = 256 * (k + 1)
+        else:
+            slices, node_base = {s: (0, pools[s]) for s in topo.switches()}, 0
+        if len(j.workers) > MAX_WORKERS_PER_GROUP:
+            raise ValueError(f"job {j.name}: at most {MAX_WORKERS_PER_GROUP} workers per job")
+        deps.append(deploy_plan(topo, j, plan, total_elements=total_elements[j.name], multi_job=multi,
+                                node_base=node_base, pools=slices, rid_base=1 + MAX_WORKERS_PER_GROUP * k,
+                                priorities=prio.get(j.name, {})))
+    ops: dict[str, list[TableOp]] = {}
+    for s in topo.switches():
+        seen: set[str] = set()
+        merged = []
+        for d in deps:                  # the same L3 route or shared node entry once per switch
+            for op in d.ops[s]:
+                if str(op) not in seen:
+                    seen.add(str(op))
+                    merged.append(op)
+        ops[s] = merged
+    used = {s: pools[s] for d in deps for s in d.node_ids}
+    return FabricDeployment(plan.scheme, deps, ops, used)
 
 
 def _reminder_pins(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
@@ -300,4 +420,4 @@ def ina_fraction(ps_received: Mapping[str, int], worker_fragments: int) -> float
 
 
 __all__ = ["TableOp", "apply_ops", "HostAddress", "host_addresses", "next_hops", "lpm_path",
-           "Deployment", "deploy_plan", "submodel_elements", "ina_fraction", "DEFAULT_POOL"]
+           "Deployment", "deploy_plan", "FabricDeployment", "deploy_jobs", "priority_bytes", "esa_priority_schedule", "pool_for_memory", "submodel_elements", "ina_fraction", "DEFAULT_POOL"]

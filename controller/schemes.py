@@ -18,7 +18,7 @@ SCHEMES: dict[str, SchemeFn] = {}
 
 # Where each known scheme lives; unknown names make every provider load before giving up.
 PROVIDERS: dict[str, tuple[str, ...]] = {
-    "controller.baselines": ("geryon", "atp", "switchml", "esa", "grid", "aggtree", "lbmm",
+    "controller.baselines": ("ps", "geryon", "atp", "switchml", "esa", "grid", "aggtree", "lbmm",
                              "k-sgd", "random"),
     "controller.goat": ("goat", "goat-ilp", "goat-lp", "goat-async"),
     "controller.aro": ("aro", "aro-acc"),

@@ -21,6 +21,7 @@ import json
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -102,10 +103,21 @@ def _wait_go(cfg: dict[str, Any]) -> float:
     return t0
 
 
+def round_labels(labels: Sequence[FragmentLabel], priorities: Sequence[Sequence[int]] | None,
+                 rnd: int) -> list[FragmentLabel]:
+    """The labels of round ``rnd``: ESA recomputes sub-model priorities as the job progresses
+    (``priorities[rnd][submodel]``); without a schedule the plan's labels stay."""
+    if not priorities:
+        return list(labels)
+    row = priorities[min(rnd, len(priorities) - 1)]
+    return [replace(lab, priority=int(p)) for lab, p in zip(labels, row)]
+
+
 def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     """``rounds`` all-reduce rounds back to back (a round starts once the previous one's results
     are all in, as in synchronous training), each with fresh gradients; then keep answering
-    the PS (queries for a result another worker lost) until the orchestrator's finish file."""
+    the PS (queries for a result another worker lost) until the orchestrator's finish file.
+    The job starts ``start_delay`` seconds after the common start time."""
     lanes, sizes = cfg["lanes"], cfg["submodel_sizes"]
     labels = [FragmentLabel(*lab) for lab in cfg["labels"]]
     wk = Worker(cfg["job_id"], cfg["worker_id"], cfg["ps_ip"], cfg["ip"], labels, mac=cfg["mac"],
@@ -115,8 +127,10 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     rounds: list[dict[str, Any]] = []
     try:
         t0 = _wait_go(cfg)
+        time.sleep(cfg.get("start_delay", 0.0))
         start = time.time()
         for rnd in range(cfg.get("rounds", 1)):
+            wk.labels = dict(enumerate(round_labels(labels, cfg.get("priorities"), rnd)))
             wk.push(gradient(round_seeds([cfg["seed"]], rnd)[0], n), sizes)
             want = expected_fixed(round_seeds(cfg["all_seeds"], rnd), sizes, lanes)
             t = time.time()
@@ -127,6 +141,9 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
                            "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent, "results": st.results,
                            "duplicate_results": st.duplicate_results,
                            "queries_answered": st.queries_answered, "overflowed": len(st.overflowed)})
+            if cfg.get("progress_file"):
+                with open(cfg["progress_file"], "a") as f:       # the orchestrator's progress bar
+                    f.write(f"{rnd}\n")
             if not finished:
                 break
         seconds = time.time() - start

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from controller.deploy import Deployment, apply_ops
+from controller.deploy import Deployment, FabricDeployment, TableOp, apply_ops
 from controller.ina_tables import InaTables
 from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
@@ -26,7 +26,7 @@ from hostlib.worker import Worker
 from p4sim import Program, Switch, load_program
 from p4sim.fabric import Fabric
 
-from .agents import expected_fixed, gradient, round_seeds
+from .agents import expected_fixed, gradient, round_labels, round_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 V1MODEL = ROOT / "p4src" / "v1model" / "ina.p4"
@@ -38,12 +38,13 @@ def ina_program(lanes: int = 64) -> Program:
     return load_program(str(V1MODEL), arch="v1model", defines={"INA_LANES": str(lanes)})
 
 
-def build_fabric(topo: Topology, dep: Deployment, program: Program) -> Fabric:
-    """One programmed switch per topology switch, wired as the topology's links."""
+def build_fabric(topo: Topology, ops: Mapping[str, Sequence[TableOp]], program: Program) -> Fabric:
+    """One switch per topology switch, programmed with ``ops`` (a deployment's ``ops``), wired
+    as the topology's links."""
     fabric = Fabric()
     for s in topo.switches():
         sw = Switch(program)
-        apply_ops(InaTables(sw), dep.ops.get(s, []))
+        apply_ops(InaTables(sw), ops.get(s, []))
         fabric.add_switch(s, sw)
     hosts = set(topo.hosts())
     for s in topo.switches():
@@ -57,20 +58,28 @@ def build_fabric(topo: Topology, dep: Deployment, program: Program) -> Fabric:
 
 
 class _TrainingWorker:
-    """A Worker running ``rounds`` rounds back to back; records each round's finish time."""
+    """A Worker running ``rounds`` rounds back to back from ``start_at``; records each round's
+    finish time. ``priorities`` (round → sub-model → byte) relabels each round (ESA)."""
 
     def __init__(self, worker: Worker, seeds: Sequence[int], index: int, sizes: Sequence[int],
-                 rounds: int) -> None:
+                 rounds: int, start_at: float = 0.0, priorities: Sequence[Sequence[int]] | None = None) -> None:
         self.worker, self.seeds, self.index, self.sizes, self.rounds = worker, seeds, index, sizes, rounds
+        self.start_at, self.priorities = start_at, priorities
+        self.labels = [worker.labels[i] for i in range(len(sizes))]
+        self.started = False
         self.finished: list[float] = []
         self.results: list[np.ndarray] = []
         self.resent: list[int] = []
 
     def _push(self) -> None:
         rnd = len(self.finished)
+        self.worker.labels = dict(enumerate(round_labels(self.labels, self.priorities, rnd)))
         self.worker.push(gradient(round_seeds(self.seeds, rnd)[self.index], sum(self.sizes)), self.sizes)
 
     def start(self, now: float) -> list[bytes]:
+        if now < self.start_at:
+            return []
+        self.started = True
         self._push()
         return self.worker.start(now)
 
@@ -88,10 +97,12 @@ class _TrainingWorker:
         return self._advance(self.worker.on_frame(frame, now), now)
 
     def on_timer(self, now: float) -> list[bytes]:
+        if not self.started:
+            return self.start(now)
         return self._advance(self.worker.on_timer(now), now)
 
     def next_deadline(self) -> float | None:
-        return self.worker.next_deadline()
+        return self.worker.next_deadline() if self.started else self.start_at
 
     @property
     def done(self) -> bool:
@@ -116,36 +127,74 @@ def run_rounds(topo: Topology, dep: Deployment, *, rounds: int = 1, loss: float 
                rto: RtoEstimator | None = None, max_events: int = 5_000_000) -> InProcessResult:
     """Run ``rounds`` rounds of ``dep``'s job with every switch port dropping ``loss`` of the
     frames it sends (host links included, as the Mininet experiment's switch drop rate)."""
-    fabric = build_fabric(topo, dep, ina_program(lanes))
-    a = dep.addresses
-    seeds = [seed * 1000 + i for i in range(len(dep.workers))]
+    fd = FabricDeployment(dep.scheme, [dep], dep.ops, {})
+    return run_jobs(topo, fd, rounds={dep.job_id: rounds}, loss=loss, seed=seed, lanes=lanes, window=window,
+                    hop_latency=hop_latency, until=until, rto=rto, max_events=max_events)[0]
+
+
+def job_seeds(seed: int, position: int, workers: int) -> list[int]:
+    """Gradient seeds of the workers of the job at ``position`` (disjoint across jobs)."""
+    return [seed * 1000 + 100 * position + i for i in range(workers)]
+
+
+def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int], loss: float = 0.0,
+             seed: int = 0, lanes: int = 64, window: int = 8, hop_latency: float = 10e-6, until: float = 60.0,
+             rto: RtoEstimator | None = None, max_events: int = 5_000_000,
+             starts: Mapping[int, float] | None = None,
+             priorities: Mapping[int, Sequence[Sequence[int]]] | None = None) -> list[InProcessResult]:
+    """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
+    ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
+    host serve their jobs together. One result per job, in ``fd.jobs`` order."""
+    fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
     agents: dict[str, Any] = {}
-    ps = ParameterServer(a[dep.ps].ip, {dep.job_id: dep.job_config}, mac=a[dep.ps].mac, lanes=lanes,
-                         timeout=make_rto())
-    agents[dep.ps] = ps
-    trainers = []
-    for i, w in enumerate(dep.workers):
-        wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
-                    window=window, rto=make_rto())
-        agents[w] = _TrainingWorker(wk, seeds, i, dep.submodel_sizes, rounds)
-        trainers.append(agents[w])
+    ps_jobs: dict[str, dict[int, Any]] = {}
+    for dep in fd.jobs:
+        ps_jobs.setdefault(dep.ps, {})[dep.job_id] = dep.job_config
+    pses = {}
+    for host, cfgs in ps_jobs.items():
+        a = fd.jobs[0].addresses[host]
+        pses[host] = agents[host] = ParameterServer(a.ip, cfgs, mac=a.mac, lanes=lanes, timeout=make_rto())
+    trainers: list[list[_TrainingWorker]] = []
+    seeds = []
+    for k, dep in enumerate(fd.jobs):
+        a = dep.addresses
+        seeds.append(job_seeds(seed, k, len(dep.workers)))
+        mine = []
+        for i, w in enumerate(dep.workers):
+            if w in agents:
+                raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
+            wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
+                        window=window, rto=make_rto())
+            agents[w] = _TrainingWorker(wk, seeds[k], i, dep.submodel_sizes, rounds[dep.job_id],
+                                        (starts or {}).get(dep.job_id, 0.0), (priorities or {}).get(dep.job_id))
+            mine.append(agents[w])
+        trainers.append(mine)
     drops: dict[tuple[str, str], float] = {}
     if loss:
         for (sw, _), (other, _) in fabric.links.items():
             drops[(sw, other)] = loss
         for host, (sw, _) in fabric.hosts.items():
             drops[(sw, host)] = loss
+    everyone = [t for ts in trainers for t in ts]
     report = run_on_fabric(fabric, agents, until, hop_latency=hop_latency, loss=drops, seed=seed,
-                           stop=lambda: all(t.done for t in trainers) and ps.done(), max_events=max_events)
-    per_round = []
-    for r in range(min(len(t.finished) for t in trainers)):
-        want = expected_fixed(round_seeds(seeds, r), dep.submodel_sizes, lanes)
-        start = max(t.finished[r - 1] for t in trainers) if r else 0.0
-        per_round.append({"round": r, "seconds": max(t.finished[r] for t in trainers) - start,
-                          "exact": all(np.array_equal(t.results[r], want) for t in trainers),
-                          "worker_resent": sum(t.resent[r] for t in trainers)})
-    return InProcessResult(per_round, dict(ps.stats.received), report, ps.stats)
+                           stop=lambda: all(t.done for t in everyone) and all(p.done() for p in pses.values()),
+                           max_events=max_events)
+    out = []
+    for k, dep in enumerate(fd.jobs):
+        ts = trainers[k]
+        per_round = []
+        for r in range(min(len(t.finished) for t in ts)):
+            want = expected_fixed(round_seeds(seeds[k], r), dep.submodel_sizes, lanes)
+            start = max(t.finished[r - 1] for t in ts) if r else ts[0].start_at
+            per_round.append({"round": r, "seconds": max(t.finished[r] for t in ts) - start,
+                              "exact": all(np.array_equal(t.results[r], want) for t in ts),
+                              "worker_resent": sum(t.resent[r] for t in ts)})
+        ps = pses[dep.ps]
+        out.append(InProcessResult(per_round, dict(ps.stats.received), report, ps.stats,
+                                   {"jct": max(t.finished[-1] for t in ts) - ts[0].start_at
+                                    if all(t.done for t in ts) else float("nan")}))
+    return out
 
 
-__all__ = ["ina_program", "build_fabric", "run_rounds", "InProcessResult"]
+__all__ = ["ina_program", "build_fabric", "run_rounds", "run_jobs", "job_seeds", "InProcessResult"]

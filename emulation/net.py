@@ -21,9 +21,14 @@
   2-core machine running 20 Python switches can roughly keep up with).
 * :meth:`EmuNet.stop` ends only what it started: the p4sim processes and agent processes by
   their PIDs, then ``Mininet.stop()`` (never Mininet's global clean-up command).
+* One network at a time per machine: Mininet names interfaces ``NODE-ethN`` in the root
+  namespace, so two nets of the same topology would collide (and tearing one down could take
+  the other's links). :meth:`EmuNet.build` waits for an exclusive lock (``LOCK_FILE``) that
+  :meth:`EmuNet.stop` releases, so concurrent experiments and tests queue instead.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import signal
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 MININET_PATHS = ("/usr/lib/python3/dist-packages",)
+LOCK_FILE = Path("/run/lock/ina-emulation.lock") if Path("/run/lock").is_dir() else Path("/tmp/ina-emulation.lock")
 
 
 def _import_mininet() -> None:
@@ -179,6 +185,7 @@ class EmuNet:
         self.switch_opts: dict[str, Any] = {}
         self.net: Mininet | None = None
         self.procs: list[subprocess.Popen] = []      # agent processes we started in hosts
+        self._lock_fd: int | None = None
 
     # ------------------------------------------------------------------ fluent configuration
     def with_switch_options(self, **opts: Any) -> "EmuNet":
@@ -189,7 +196,8 @@ class EmuNet:
     def link_mbps(self, gbps: float) -> float | None:
         return None if not self.bw_scale else gbps * 1000.0 / self.bw_scale
 
-    def build(self) -> "EmuNet":
+    def build(self, lock_timeout: float = 1800.0) -> "EmuNet":
+        self._lock(lock_timeout)
         topo = self.topology
         net = Mininet(topo=None, controller=None, host=Host, switch=P4simSwitch, link=TCLink,
                       build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
@@ -253,6 +261,28 @@ class EmuNet:
         self.procs.append(proc)
         return proc
 
+    def _lock(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until no other EmuNet of this machine is built."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+        deadline = time.time() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.time() > deadline:
+                    os.close(fd)
+                    raise TimeoutError(f"another emulated network held {LOCK_FILE} for {timeout:.0f} s") from None
+                time.sleep(0.5)
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)               # closing drops the flock
+            self._lock_fd = None
+
     # ------------------------------------------------------------------ shutdown
     def stop(self) -> None:
         """Idempotent; ends only our processes (by PID), then Mininet's own nodes and links."""
@@ -265,12 +295,15 @@ class EmuNet:
                     pass
         self.procs.clear()
         net, self.net = self.net, None
-        if net is None:
-            return
-        for sw in net.switches:                   # before Mininet deletes their interfaces
-            if isinstance(sw, P4simSwitch):
-                sw.stop_process()
-        net.stop()
+        try:
+            if net is None:
+                return
+            for sw in net.switches:               # before Mininet deletes their interfaces
+                if isinstance(sw, P4simSwitch):
+                    sw.stop_process()
+            net.stop()
+        finally:
+            self._unlock()
 
     def __enter__(self) -> "EmuNet":
         return self

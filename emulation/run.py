@@ -1,18 +1,22 @@
 """Emulated INA experiments on Mininet with p4sim switches.
 
-    python -m emulation.run fattree [--k 4] [--workers 6] [--mb 2] [--schemes goat,atp]
-                                    [--loss 0] [--rounds 1] [--out results/fattree]
+    python -m emulation.run [fattree|leaf-spine|goat-testbed|inart] [--k 4] [--jobs 1] [--workers 6]
+                            [--mb 2] [--schemes goat,atp] [--loss 0] [--rounds 1] [--out results/fattree]
 
-One job (``--workers`` workers on the first hosts, the PS on the last host) on a k-ary
-fat-tree whose switches are 20 % programmable (4 of 20 for k=4: GOAT has to choose among
-switches that are mostly off the workers' paths, where ATP can only use those on them). Each
-switch has memory for half the model (4 sub-models), so placement matters. For every scheme:
-plan (controller.schemes), build a fresh Mininet net, install over P4Runtime, run ``--rounds``
-all-reduce rounds (fresh gradients each) with the agents in the hosts, check every worker's
-result is exact in every round, and
-record completion time, what the PS received, the in-network aggregated fraction and switch
-transmissions (Linux tx counters of the switches' interfaces). Writes results.csv, rounds.csv
-(per round: time, exactness, worker resends), summary.md and fattree.png under ``--out``.
+``--jobs`` jobs of ``--workers`` workers each, interleaved over the hosts (so they share ToRs
+and compete for aggregators), each with its own PS on the last hosts, model size (``--mb``,
+a list cycles over the jobs) and start time (``--stagger``). The default topology is a k=4
+fat-tree whose switches are 20 % programmable (4 of 20: GOAT has to choose among switches that
+are mostly off the workers' paths, where ATP can only use those on them); each programmable
+switch has memory for half of the largest model, and its aggregator pool is what that memory
+holds, so placement and sharing matter. For every scheme: plan all jobs together
+(controller.schemes), deploy (controller.deploy.deploy_jobs: shared pools, SwitchML's static
+partition, ESA's priorities recomputed per round), build a fresh Mininet net, install over
+P4Runtime, run every job's rounds (fresh gradients each) with the agents in the hosts, and
+check every worker's result is exact in every round. Writes under ``--out``: results.csv (per
+scheme and job: JCT, mean round time and its ratio to the link-rate ideal, PS ingress,
+in-network fraction, preemptions, resends), rounds.csv (per round), summary.md and a PNG
+(per-round time, JCT CDF, PS ingress, in-network fraction).
 """
 from __future__ import annotations
 
@@ -25,13 +29,21 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from controller.deploy import Deployment, deploy_plan, ina_fraction
-from controller.model import Job, SubModel, Topology
-from controller.schemes import run_scheme
+from tqdm import tqdm
+
+from controller.deploy import (DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, esa_priority_schedule,
+                               ina_fraction)
+from controller.model import Job, Plan, Topology
+from controller.schemes import available
+from controller.schemes import run_scheme as plan_with
 from controller.topologies import fat_tree
+from hostlib.protocol import HEADER_LEN, MAX_WORKERS
 
+from .agents import UDP_OVERHEAD
+from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
+from .inprocess import job_seeds
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
 
@@ -43,9 +55,10 @@ class RoundResult:
     scheme: str
     workers: list[dict[str, Any]]
     ps: dict[str, Any]
-    switch_tx: int                      # packets all switches transmitted during the round
+    switch_tx: int                      # packets all switches transmitted during the run (all jobs)
     wall_seconds: float
-    entries: int = 0
+    job: int = 1
+    start: float = 0.0                  # the job's start, s after the common start
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -80,36 +93,56 @@ def _tx_packets(net: EmuNet) -> int:
     return total
 
 
-def run_allreduce(net: EmuNet, dep: Deployment, workdir: Path, *, window: int = 8, seed: int = 1,
-                  timeout: float = 300.0, rto: dict[str, float] | None = None, rounds: int = 1) -> RoundResult:
-    """``rounds`` all-reduce rounds of ``dep``'s job: PS and workers as processes in their hosts
-    (``timeout`` bounds each round)."""
+def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
+                   timeout: float, rto: dict[str, float] | None, rounds: Mapping[int, int],
+                   starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]]) -> dict[str, tuple[str, dict]]:
+    """host → (role, config) for every PS and worker of every job (PSes on one host merged)."""
+    go, finish = workdir / "go", workdir / "finish"
+    most = max(rounds.values())
+    common = {"lanes": LANES, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
+    cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for k, dep in enumerate(fd.jobs):
+        a, cfg = dep.addresses, dep.job_config
+        ps = cfgs.setdefault(dep.ps, ("ps", dict(common, host=dep.ps, ip=a[dep.ps].ip, mac=a[dep.ps].mac, jobs={},
+                                                 timeout=timeout * most + max(starts.values()) + 60)))[1]
+        ps["jobs"][str(dep.job_id)] = {
+            "workers": {str(w): list(v) for w, v in cfg.workers.items()},
+            "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
+            "submodel_nodes": None if cfg.submodel_nodes is None else
+            {str(s): list(v) for s, v in cfg.submodel_nodes.items()}}
+        for i, w in enumerate(dep.workers):
+            if w in cfgs:
+                raise ValueError(f"host {w} would run two agents: jobs must use distinct hosts")
+            cfgs[w] = ("worker", dict(common, host=w, job_id=dep.job_id, worker_id=i, ip=a[w].ip, mac=a[w].mac,
+                                      ps_ip=a[dep.ps].ip, labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
+                                      submodel_sizes=dep.submodel_sizes, window=window, seed=seeds[k][i],
+                                      all_seeds=seeds[k], rounds=rounds[dep.job_id],
+                                      start_delay=starts.get(dep.job_id, 0.0),
+                                      priorities=priorities.get(dep.job_id)))
+    for host, (_, c) in cfgs.items():
+        c.update(ready_file=str(workdir / f"{host}.ready"), out=str(workdir / f"{host}.json"),
+                 done_file=str(workdir / f"{host}.done"), progress_file=str(workdir / f"{host}.progress"))
+    return cfgs
+
+
+def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mapping[int, int], window: int = 8,
+             seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
+             starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
+             progress: Callable[[int], None] | None = None) -> list[RoundResult]:
+    """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
+    running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
+    bounds each round). ``progress(n)`` is called as rounds complete (n: newly completed
+    rounds, summed over jobs). One result per job, in ``fd.jobs`` order."""
     workdir.mkdir(parents=True, exist_ok=True)
     for f in workdir.glob("*"):
         if f.is_file():
             f.unlink()
-    go = workdir / "go"
-    seeds = [seed * 1000 + i for i in range(len(dep.workers))]
-    finish = workdir / "finish"
-    common = {"lanes": LANES, "job_id": dep.job_id, "go_file": str(go), "timeout": timeout,
-              "rto": rto or {}, "rounds": rounds, "finish_file": str(finish)}
-    a = dep.addresses
-    cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
-    cfg = dep.job_config
-    cfgs[dep.ps] = ("ps", dict(common, timeout=timeout * rounds + 60, host=dep.ps, ip=a[dep.ps].ip, mac=a[dep.ps].mac, jobs={str(dep.job_id): {
-        "workers": {str(w): list(v) for w, v in cfg.workers.items()},
-        "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
-        "submodel_nodes": None if cfg.submodel_nodes is None else
-        {str(s): list(v) for s, v in cfg.submodel_nodes.items()}}}))
-    for i, w in enumerate(dep.workers):
-        cfgs[w] = ("worker", dict(common, host=w, worker_id=i, ip=a[w].ip, mac=a[w].mac, ps_ip=a[dep.ps].ip,
-                                  labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
-                                  submodel_sizes=dep.submodel_sizes, window=window, seed=seeds[i],
-                                  all_seeds=seeds))
+    starts = dict(starts or {})
+    seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
+    cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
+                          starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {})
     procs = {}
     for host, (role, c) in cfgs.items():
-        c.update(ready_file=str(workdir / f"{host}.ready"), out=str(workdir / f"{host}.json"),
-                 done_file=str(workdir / f"{host}.done"))
         path = workdir / f"{host}.config.json"
         path.write_text(json.dumps(c))
         log = open(workdir / f"{host}.log", "w")
@@ -124,54 +157,95 @@ def run_allreduce(net: EmuNet, dep: Deployment, workdir: Path, *, window: int = 
         if time.time() > deadline:
             raise RuntimeError("agents not ready after 120 s")
         time.sleep(0.05)
+    workers = [w for d in fd.jobs for w in d.workers]
     tx0 = _tx_packets(net)
     t0 = time.time() + 0.3
-    go.write_text(f"{t0}\n")
+    (workdir / "go").write_text(f"{t0}\n")
     # workers finish their rounds, then linger to answer the PS until every one is done
-    deadline = time.time() + 0.3 + timeout * rounds + 30
+    deadline = time.time() + 0.3 + max(starts.values(), default=0.0) + timeout * max(rounds.values()) + 30
+    reported = 0
     while time.time() < deadline and not all((workdir / f"{w}.done").exists() or procs[w].poll() is not None
-                                             for w in dep.workers):
+                                             for w in workers):
+        if progress is not None:
+            done = sum(min(_rounds_done(workdir / f"{w}.progress") for w in d.workers) for d in fd.jobs)
+            if done > reported:
+                progress(done - reported)
+                reported = done
         time.sleep(0.05)
     wall = time.time() - t0
-    finish.write_text("finish\n")
-    for w in dep.workers:
+    (workdir / "finish").write_text("finish\n")
+    for w in workers:
         try:
             procs[w].wait(30)
         except Exception:
             procs[w].kill()
     tx1 = _tx_packets(net)
-    procs[dep.ps].terminate()                # the PS runs until told; SIGTERM → report
-    procs[dep.ps].wait(30)
+    for h, (role, _) in cfgs.items():
+        if role == "ps":
+            procs[h].terminate()                # the PS runs until told; SIGTERM → report
+            procs[h].wait(30)
     reports = {}
     for h in cfgs:
         out = workdir / f"{h}.json"
         if not out.exists():
             raise RuntimeError(f"agent {h} wrote no report: {(workdir / f'{h}.log').read_text()[-2000:]}")
         reports[h] = json.loads(out.read_text())
-    return RoundResult(dep.scheme, [reports[w] for w in dep.workers], reports[dep.ps], tx1 - tx0, wall)
+    return [RoundResult(fd.scheme, [reports[w] for w in d.workers], reports[d.ps], tx1 - tx0, wall,
+                        job=d.job_id, start=starts.get(d.job_id, 0.0)) for d in fd.jobs]
+
+
+def _rounds_done(progress_file: Path) -> int:
+    try:
+        return len(progress_file.read_text().split())
+    except OSError:
+        return 0
+
+
+def run_allreduce(net: EmuNet, dep: Deployment, workdir: Path, *, window: int = 8, seed: int = 1,
+                  timeout: float = 300.0, rto: dict[str, float] | None = None, rounds: int = 1) -> RoundResult:
+    """``rounds`` all-reduce rounds of one deployment's job (see :func:`run_jobs`)."""
+    fd = FabricDeployment(dep.scheme, [dep], dep.ops, {})
+    return run_jobs(net, fd, workdir, rounds={dep.job_id: rounds}, window=window, seed=seed, timeout=timeout,
+                    rto=rto)[0]
 
 
 def fattree_setup(k: int, workers: int, mb: float, *, programmable_fraction: float = 0.2,
                   submodels: int = 4, seed: int = 0, hosts_per_edge: int | None = None) -> tuple[Topology, Job]:
-    """The fat-tree and the job. Switch memory = half the model, so no switch holds it all."""
-    topo = fat_tree(k, hosts_per_edge, programmable_fraction=programmable_fraction,
-                    memory_bytes=int(mb * 1e6 / 2), seed=seed)
-    hosts = topo.hosts()
-    if workers + 1 > len(hosts):
-        raise ValueError(f"{workers} workers + 1 PS do not fit on {len(hosts)} hosts")
-    subs = [SubModel(f"g{i}", mb / submodels) for i in range(submodels)]
-    job = Job("allreduce", hosts[:workers], [hosts[-1]], subs, job_id=1)
-    job.validate(topo)
-    return topo, job
+    """A k-ary fat-tree and one job (workers on the first hosts, the PS on the last; switch
+    memory = half the model, so no switch holds it all)."""
+    topo = fat_tree(k, hosts_per_edge, programmable_fraction=programmable_fraction, seed=seed)
+    return topo, place_jobs(topo, [JobSpec(mb, 1)], workers, submodels=submodels)[0]
 
 
-def run_scheme_round(topo: Topology, job: Job, scheme: str, *, mb: float, loss: float, workdir: Path,
-                     bw_scale: float, window: int, seed: int, timeout: float, rounds: int = 1,
-                     rto: dict[str, float] | None = None, log: Any = print) -> tuple[RoundResult, Deployment]:
-    plan = run_scheme(scheme, topo, [job])
-    dep = deploy_plan(topo, job, plan, total_elements=int(mb * 1e6 / 4))
-    log(f"[{scheme}] aggregation nodes: "
-        + (", ".join(f"{n}({dep.levels[n]})" for n in dep.ina_switches) or "none"))
+# schemes the emulation can deploy (controller/deploy.py: one PS per job, placement plans)
+DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-ilp", "geryon", "k-sgd")
+
+
+@dataclass
+class SchemeRun:
+    scheme: str
+    jobs: list[RoundResult]
+    deployment: FabricDeployment
+    entries: int
+
+
+def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, loss: float,
+               workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
+               rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, log: Callable[[str], None] = print,
+               progress: Callable[[int], None] | None = None) -> SchemeRun:
+    """Plan ``scheme`` for ``jobs``, build a fresh Mininet net, install over P4Runtime and run
+    every job's rounds (ESA: priorities recomputed per round, ESA §5.4). ``pool`` caps the
+    aggregators of a switch (below what its memory holds: contention, ESA's setting)."""
+    plan = plan_scheme(scheme, topo, jobs)
+    fd = deploy_jobs(topo, jobs, plan, total_elements={j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, specs)},
+                     lanes=LANES, pool_limit=pool)
+    log(f"[{scheme}] aggregation nodes: " + (", ".join(
+        f"{n}({'/'.join(sorted({d.levels[n] for d in fd.jobs if n in d.levels}))}, {fd.pool_sizes[n]} aggregators)"
+        for n in fd.ina_switches) or "none"))
+    prio: dict[int, list[list[int]]] = {}
+    if scheme == "esa":
+        sched = esa_priority_schedule(jobs, {j.name: s.rounds for j, s in zip(jobs, specs)})
+        prio = {j.job_id: sched[j.name] for j in jobs}
     net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs")
     net.with_switch_options(drop_rate=loss, seed=seed)
     try:
@@ -179,69 +253,100 @@ def run_scheme_round(topo: Topology, job: Job, scheme: str, *, mb: float, loss: 
         net.build().start()
         log(f"[{scheme}] {len(topo.switches())} p4sim switches up in {time.time() - t:.1f} s")
         t = time.time()
-        entries = install(net, dep.ops)
+        entries = install(net, fd.ops)
         log(f"[{scheme}] {entries} table entries over P4Runtime in {time.time() - t:.1f} s")
-        res = run_allreduce(net, dep, workdir / scheme, window=window, seed=seed, timeout=timeout,
-                            rounds=rounds, rto=rto)
-        res.entries = entries
-        res.extra["ina_switches"] = dep.ina_switches
-        for r in res.per_round() if rounds > 1 else []:
-            log(f"[{scheme}] round {r['round']}: {r['seconds']:.2f} s, exact={r['exact']}, "
-                f"worker resends {r['worker_resent']} ({r['worker_fast_resent']} fast)")
-        log(f"[{scheme}] completion {res.completion:.2f} s ({rounds} round{'s' * (rounds > 1)}), "
-            f"exact={res.exact}, PS received {res.ps['rx_packets']} packets, switch tx {res.switch_tx}")
-        return res, dep
+        results = run_jobs(net, fd, workdir / scheme, rounds={j.job_id: s.rounds for j, s in zip(jobs, specs)},
+                           window=window, seed=seed, timeout=timeout, rto=rto,
+                           starts={j.job_id: s.start for j, s in zip(jobs, specs)}, priorities=prio,
+                           progress=progress)
     finally:
         net.stop()
+    for res in results:
+        pre = f"[{scheme}] job {res.job}"
+        for r in res.per_round():
+            log(f"{pre} round {r['round']}: {r['seconds']:.2f} s, exact={r['exact']}, "
+                f"worker resends {r['worker_resent']} ({r['worker_fast_resent']} fast)")
+        log(f"{pre}: completion {res.completion:.2f} s ({len(res.per_round())} rounds), exact={res.exact}, "
+            f"PS received {res.ps['rx_packets']} packets, preemptions {res.ps['received'].get('preempted', 0)}")
+    return SchemeRun(scheme, results, fd, entries)
 
 
-def summarise(res: RoundResult, dep: Deployment, mb: float, loss: float) -> dict[str, Any]:
-    frags = sum(w["fragments"] for w in res.workers) * max(1, len(res.per_round()))   # all rounds
-    return {
-        "scheme": res.scheme, "workers": len(res.workers), "mb": mb, "loss": loss,
-        "rounds": len(res.per_round()), "completion_s": round(res.completion, 3),
-        "mean_round_s": round(res.completion / max(1, len(res.per_round())), 3), "exact": res.exact,
-        "ps_rx_packets": res.ps["rx_packets"], "ps_rx_bytes": res.ps["rx_bytes"],
-        "ps_rx_mb": round(res.ps["rx_bytes"] / 1e6, 3),
-        "ina_fraction": round(ina_fraction(res.ps["received"], frags), 4),
-        "switch_tx_packets": res.switch_tx,
-        "worker_fragments": frags,
-        "worker_resent": sum(w["resent"] for w in res.workers),
-        "ps_results_sent": res.ps["results_sent"],
-        "ina_switches": " ".join(f"{n}:{dep.levels[n]}" for n in dep.ina_switches),
-        "table_entries": res.entries,
-    }
+def plan_scheme(scheme: str, topo: Topology, jobs: list[Job]) -> Plan:
+    """The controller's plan for ``scheme`` (controller.schemes), checked deployable here."""
+    if scheme not in DEPLOYABLE:
+        raise ValueError(f"scheme {scheme!r} cannot be deployed in the emulation yet; "
+                         f"deployable: {', '.join(DEPLOYABLE)}")
+    return plan_with(scheme, topo, jobs)
 
 
-def write_rounds(per_round: dict[str, list[dict[str, Any]]], out: Path) -> None:
-    """rounds.csv: one row per (scheme, round)."""
+def ideal_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: int = LANES) -> float:
+    """A worker's round at link rate: its frames (Ethernet + IPv4 + UDP + INA header + lanes)
+    back to back on its host link, nothing else in the way."""
+    frames = sum(-(-n // lanes) for n in submodel_sizes)
+    return frames * (UDP_OVERHEAD + HEADER_LEN + 4 * lanes) * 8 / (link_mbps * 1e6)
+
+
+def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: float) -> list[dict[str, Any]]:
+    """results.csv rows: one per (scheme, job)."""
+    rows = []
+    for res, dep, spec in zip(run.jobs, run.deployment.jobs, specs):
+        n_rounds = max(1, len(res.per_round()))
+        frags = sum(w["fragments"] for w in res.workers) * n_rounds
+        ideal = ideal_round_seconds(dep.submodel_sizes, link_mbps)
+        mean = res.completion / n_rounds
+        rows.append({
+            "scheme": run.scheme, "job": res.job, "workers": len(res.workers), "mb": spec.mb, "loss": loss,
+            "start_s": spec.start, "rounds": len(res.per_round()), "jct_s": round(res.completion, 3),
+            "mean_round_s": round(mean, 3), "ideal_round_s": round(ideal, 4),
+            "ratio_to_ideal": round(mean / ideal, 2), "exact": res.exact,
+            "ps_rx_packets": res.ps["rx_packets"], "ps_rx_bytes": res.ps["rx_bytes"],
+            "ps_rx_mb": round(res.ps["rx_bytes"] / 1e6, 3),
+            "ina_fraction": round(ina_fraction(res.ps["received"], frags), 4),
+            "preemptions": res.ps["received"].get("preempted", 0),
+            "switch_tx_packets": res.switch_tx,
+            "worker_fragments": frags,
+            "worker_resent": sum(w["resent"] for w in res.workers),
+            "ps_results_sent": res.ps["results_sent"],
+            "ina_switches": " ".join(f"{n}:{dep.levels[n]}" for n in dep.ina_switches),
+            "table_entries": run.entries,
+        })
+    return rows
+
+
+def write_rounds(runs: list[SchemeRun], out: Path) -> None:
+    """rounds.csv: one row per (scheme, job, round)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "rounds.csv", "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["scheme", "round", "seconds", "exact", "worker_resent",
+        wr = csv.DictWriter(f, fieldnames=["scheme", "job", "round", "seconds", "exact", "worker_resent",
                                            "worker_fast_resent"])
         wr.writeheader()
-        for scheme, rows in per_round.items():
-            for r in rows:
-                wr.writerow({"scheme": scheme, **{k: (round(v, 3) if isinstance(v, float) else v)
-                                                  for k, v in r.items()}})
+        for run in runs:
+            for res in run.jobs:
+                for r in res.per_round():
+                    wr.writerow({"scheme": run.scheme, "job": res.job,
+                                 **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}})
 
 
-def write_outputs(rows: list[dict[str, Any]], out: Path, title: str) -> None:
+SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ratio_to_ideal", "exact", "ps_rx_mb",
+                   "ina_fraction", "preemptions", "worker_resent", "ina_switches"]
+
+
+def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, title: str, png: str) -> None:
+    """results.csv, summary.md and a PNG: per-round time, JCT CDF, PS ingress, INA fraction."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
-    cols = ["scheme", "rounds", "completion_s", "mean_round_s", "exact", "ps_rx_mb", "ps_rx_packets", "ina_fraction",
-            "switch_tx_packets", "worker_resent", "ina_switches"]
+    cols = SUMMARY_COLUMNS
     lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
-    lines += ["", "completion_s: slowest worker, first send → last result of the last round "
-              "(mean_round_s: that over the rounds; per round: rounds.csv); exact: every worker, every "
-              "round; ps_rx: what reached the PS "
-              "(packets, bytes with Ethernet/IPv4/UDP headers); ina_fraction: share of the workers' "
-              "fragments that switches aggregated (not received plain by the PS); switch_tx_packets: "
-              "packets all switches transmitted during the round (Linux interface counters).", ""]
+    lines += ["", "jct_s: the job's slowest worker, its first send → last result of its last round "
+              "(mean_round_s: that over the rounds; per round: rounds.csv); ratio_to_ideal: mean round / "
+              "a worker's frames back to back at link rate; exact: every worker, every round; ps_rx: what "
+              "reached the job's PS (bytes with Ethernet/IPv4/UDP headers); ina_fraction: share of the workers' "
+              "fragments that switches aggregated (not received plain by the PS); preemptions: partials the "
+              "PS received because ESA swapped them out.", ""]
     (out / "summary.md").write_text("\n".join(lines))
     try:
         import matplotlib
@@ -249,71 +354,168 @@ def write_outputs(rows: list[dict[str, Any]], out: Path, title: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    names = [r["scheme"] for r in rows]
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.2))
-    for ax, key, label in zip(axes, ["completion_s", "ps_rx_mb", "ina_fraction", "switch_tx_packets"],
-                              ["completion (s)", "PS received (MB)", "aggregated in network", "switch tx packets"]):
-        ax.bar(names, [r[key] for r in rows], color=["tab:blue", "tab:orange", "tab:green", "tab:red"][:len(rows)])
+    colors = {run.scheme: f"C{i}" for i, run in enumerate(runs)}
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+    for run in runs:
+        for res, style in zip(run.jobs, ["-", "--", ":", "-."] * 8):
+            pr = res.per_round()
+            axes[0].plot([r["round"] for r in pr], [r["seconds"] for r in pr], style, color=colors[run.scheme],
+                         label=f"{run.scheme} job {res.job}" if len(run.jobs) > 1 else run.scheme)
+        jcts = sorted(r.completion for r in run.jobs)
+        axes[1].step(jcts, [(i + 1) / len(jcts) for i in range(len(jcts))], where="post", color=colors[run.scheme],
+                     label=run.scheme)
+    axes[0].set(title="time per round (s)", xlabel="round")
+    axes[0].legend(fontsize=7)
+    axes[1].set(title="job completion time CDF", xlabel="JCT (s)", ylim=(0, 1.05))
+    names = [r["scheme"] + (f" j{r['job']}" if len(runs[0].jobs) > 1 else "") for r in rows]
+    for ax, key, label in ((axes[2], "ps_rx_mb", "PS ingress (MB)"), (axes[3], "ina_fraction", "aggregated in network")):
+        ax.bar(names, [r[key] for r in rows], color=[colors[r["scheme"]] for r in rows])
         ax.set_title(label, fontsize=10)
+        ax.tick_params(axis="x", labelrotation=45, labelsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(out / "fattree.png", dpi=120)
+    fig.savefig(out / png, dpi=120)
     plt.close(fig)
 
 
-def cmd_fattree(args: argparse.Namespace) -> int:
+def parse_list(text: str, kind: Callable[[str], Any], what: str) -> list[Any]:
+    try:
+        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{what}: expected a comma-separated list of numbers, got {text!r}") from None
+    if not values:
+        raise ValueError(f"{what}: empty list")
+    return values
+
+
+def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobSpec], list[str]]:
+    """Everything a run needs, validated before any network is built (ValueError: one line)."""
+    if args.topology == "fattree" and (args.k < 2 or args.k % 2):
+        raise ValueError(f"--k {args.k}: a fat-tree needs an even k >= 2")
+    if args.topology == "leaf-spine" and args.k < 1:
+        raise ValueError(f"--k {args.k}: a leaf-spine needs k >= 1")
+    if not 0.0 <= args.loss < 1.0:
+        raise ValueError(f"--loss {args.loss}: a drop rate in [0, 1)")
+    if not 0.0 <= args.programmable <= 1.0:
+        raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
+    for name in ("jobs", "workers", "rounds", "window"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
+    for name in ("timeout", "link_mbps", "rto_min"):
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
+    if args.workers > MAX_WORKERS:
+        raise ValueError(f"--workers {args.workers}: at most {MAX_WORKERS} (the INA header's worker bitmap)")
+    if not 1 <= args.pool <= DEFAULT_POOL or args.pool & (args.pool - 1):
+        raise ValueError(f"--pool {args.pool}: a power of two in 1..{DEFAULT_POOL}")
+    if args.stagger < 0:
+        raise ValueError(f"--stagger {args.stagger}: must not be negative")
+    mbs = parse_list(args.mb, float, "--mb")
+    if any(m <= 0 for m in mbs):
+        raise ValueError(f"--mb {args.mb}: sizes must be positive")
+    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    if not schemes:
+        raise ValueError("--schemes: empty list")
+    bad = [s for s in schemes if s not in DEPLOYABLE]
+    if bad:
+        known = set(available())
+        what = ", ".join(f"{s} ({'not deployable in the emulation yet' if s in known else 'unknown'})" for s in bad)
+        raise ValueError(f"--schemes: {what}; deployable: {', '.join(DEPLOYABLE)}")
+    if args.hosts_per_edge is not None and args.hosts_per_edge < 1:
+        raise ValueError(f"--hosts-per-edge {args.hosts_per_edge}: must be at least 1")
+    topo = build_topology(args.topology, k=args.k, hosts_per_edge=args.hosts_per_edge,
+                          programmable=args.programmable, seed=args.seed)
+    specs = [JobSpec(mbs[k % len(mbs)], args.rounds, k * args.stagger) for k in range(args.jobs)]
+    if args.switch_mb is not None and args.switch_mb <= 0:
+        raise ValueError(f"--switch-mb {args.switch_mb}: must be positive")
+    jobs = place_jobs(topo, specs, args.workers,
+                      switch_bytes=None if args.switch_mb is None else int(args.switch_mb * 1e6))
+    return topo, jobs, specs, schemes
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        topo, jobs, specs, schemes = check_args(args)
+    except ValueError as e:
+        print(f"emulation.run: {e}", file=sys.stderr)
+        return 2
     why = mininet_unavailable_reason()
     if why:
         print(f"emulation.run: {why}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    topo, job = fattree_setup(args.k, args.workers, args.mb, programmable_fraction=args.programmable,
-                              seed=args.seed)
-    print(f"fat-tree k={args.k}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} "
-          f"programmable), {len(topo.hosts())} hosts; workers {', '.join(job.workers)}, PS {job.ps[0]}; "
-          f"{args.mb} MB gradient in {len(job.submodels)} sub-models")
-    rows = []
-    per_round = {}
-    ok = True
-    for scheme in [s.strip() for s in args.schemes.split(",") if s.strip()]:
-        res, dep = run_scheme_round(topo, job, scheme, mb=args.mb, loss=args.loss, workdir=out / "runs",
-                                    bw_scale=args.bw_scale, window=args.window, seed=args.seed + 1,
-                                    timeout=args.timeout, rounds=args.rounds,
-                                    rto={"minimum": args.rto_min, "initial": max(args.rto_min, 0.3)})
-        rows.append(summarise(res, dep, args.mb, args.loss))
-        per_round[scheme] = res.per_round()
-        ok &= res.exact
-    write_rounds(per_round, out)
-    title = (f"fat-tree k={args.k}, {args.workers} workers, {args.mb} MB, loss {args.loss}, "
-             f"links {100_000 / args.bw_scale:g} Mb/s (100 Gb/s / {args.bw_scale:g})")
-    write_outputs(rows, out, title)
+    bw_scale = bw_scale_for(topo, args.link_mbps)
+    print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
+          f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
+    for j, sp in zip(jobs, specs):
+        print(f"  {j.name}: workers {', '.join(j.workers)}, PS {j.ps[0]}; {sp.mb} MB in {len(j.submodels)} "
+              f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
+    runs: list[SchemeRun] = []
+    rows: list[dict[str, Any]] = []
+    rto = {"minimum": args.rto_min, "initial": max(args.rto_min, 0.3)}
+    per_scheme = sum(s.rounds for s in specs)
+    with tqdm(total=len(schemes) * per_scheme, unit="round", disable=args.quiet, file=sys.stderr) as bar:
+        for scheme in schemes:
+            bar.set_description(scheme)
+            shown = bar.n
+            run = run_scheme(topo, jobs, specs, scheme, loss=args.loss, workdir=out / "runs", bw_scale=bw_scale,
+                             window=args.window, seed=args.seed + 1, timeout=args.timeout, rto=rto,
+                             pool=args.pool, log=tqdm.write, progress=bar.update)
+            bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
+            runs.append(run)
+            rows += summarise(run, specs, args.loss, args.link_mbps)
+    write_rounds(runs, out)
+    title = (f"{topo.name}, {args.jobs} job(s) × {args.workers} workers, {args.mb} MB, loss {args.loss}, "
+             f"{args.link_mbps:g} Mb/s links")
+    png = f"{args.topology}.png"
+    write_outputs(rows, runs, out, title, png)
     print((out / "summary.md").read_text())
-    print(f"wrote {out / 'results.csv'}, {out / 'rounds.csv'}, {out / 'summary.md'}, {out / 'fattree.png'}")
-    return 0 if ok else 1
+    print(f"wrote {out / 'results.csv'}, {out / 'rounds.csv'}, {out / 'summary.md'}, {out / png}")
+    return 0 if all(r["exact"] for r in rows) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m emulation.run")
-    sub = ap.add_subparsers(dest="experiment", required=True)
-    ft = sub.add_parser("fattree", help="one job on a k-ary fat-tree, one all-reduce round per scheme")
-    ft.add_argument("--k", type=int, default=4)
-    ft.add_argument("--workers", type=int, default=6)
-    ft.add_argument("--mb", type=float, default=2.0, help="gradient size per worker (MB, fp32)")
-    ft.add_argument("--schemes", default="goat,atp")
-    ft.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port")
-    ft.add_argument("--programmable", type=float, default=0.2, help="fraction of programmable switches")
-    ft.add_argument("--bw-scale", type=float, default=5000.0, help="link Mb/s = Gb/s * 1000 / scale")
-    ft.add_argument("--window", type=int, default=8, help="fragments in flight per worker")
-    ft.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
-    ft.add_argument("--rto-min", type=float, default=0.1,
+    ap = argparse.ArgumentParser(
+        prog="python -m emulation.run",
+        description="Run INA schemes on an emulated network: Mininet hosts and links, p4sim switches running "
+                    "p4src/v1model/ina.p4, plans from controller.schemes installed over P4Runtime, worker and PS "
+                    "agents in the hosts. Each scheme gets a fresh network; every job runs its rounds with fresh "
+                    "gradients and every worker's result is checked exact. Needs root and Mininet.",
+        epilog="example: python -m emulation.run fattree --jobs 2 --schemes ps,atp,esa,goat --rounds 5 --mb 0.25")
+    ap.add_argument("topology", nargs="?", default="fattree", choices=list(TOPOLOGIES),
+                    help="; ".join(f"{n}: {d}" for n, (_, d) in TOPOLOGIES.items()))
+    ap.add_argument("--k", type=int, default=4, help="fat-tree arity / leaf-spine size (default 4)")
+    ap.add_argument("--hosts-per-edge", type=int, default=None,
+                    help="hosts under each edge/leaf switch (fattree default k/2; more makes jobs share ToRs)")
+    ap.add_argument("--programmable", type=float, default=0.2,
+                    help="fraction of programmable switches (fattree, leaf-spine; GOAT: 20%%)")
+    ap.add_argument("--jobs", type=int, default=1, help="jobs running at once (default 1)")
+    ap.add_argument("--workers", type=int, default=6, help="workers per job (default 6)")
+    ap.add_argument("--mb", default="2", help="gradient size per worker in MB (fp32); a comma list gives each "
+                                              "job its own (cycled), e.g. 0.25,0.5")
+    ap.add_argument("--stagger", type=float, default=0.0, help="job k starts k × this many seconds late")
+    ap.add_argument("--schemes", default="goat,atp", help=f"comma list of: {', '.join(DEPLOYABLE)}")
+    ap.add_argument("--switch-mb", type=float, default=None,
+                    help="aggregator memory of each programmable switch in MB, as the planners see it "
+                         "(default: half of the largest model per job)")
+    ap.add_argument("--pool", type=int, default=DEFAULT_POOL,
+                    help="at most this many aggregators per switch (power of two; default: what the switch's "
+                         "memory holds, up to the program's 16384). Small pools make jobs contend (ESA)")
+    ap.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port (e.g. 0.01)")
+    ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
+                    help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it")
+    ap.add_argument("--window", type=int, default=8, help="fragments awaiting a result per worker (default 8)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
+    ap.add_argument("--rto-min", type=float, default=0.1,
                     help="floor of the hosts' retransmission timeout (s); the estimate adapts above it")
-    ft.add_argument("--rounds", type=int, default=1,
-                    help="all-reduce rounds per scheme, each with fresh gradients (training iterations)")
-    ft.add_argument("--seed", type=int, default=0)
-    ft.add_argument("--out", default="results/fattree")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="all-reduce rounds per job, each with fresh gradients (training iterations)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="results/fattree", help="output folder (default results/fattree)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     os.chdir(Path(__file__).resolve().parent.parent)   # agents run `-m emulation.agents` from the repo
-    return cmd_fattree(args)
+    return cmd_run(args)
 
 
 if __name__ == "__main__":

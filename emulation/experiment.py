@@ -1,0 +1,92 @@
+"""What an emulated experiment runs: the topology, the jobs on it, and each job's schedule.
+
+Pure (no Mininet): ``emulation.run`` builds networks from these, and tests and the in-process
+twin (``emulation.inprocess``) use the same setup.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from controller.model import Job, SubModel, Topology
+from controller.topologies import fat_tree, goat_testbed, inart_fattree, leaf_spine
+
+LINK_MBPS = 20.0            # InArt's emulation: 100 Gb/s scaled down 5000× (bmv2-class switches)
+
+
+def _fattree(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
+    return fat_tree(k, per_edge, programmable_fraction=programmable, seed=seed)
+
+
+def _leaf_spine(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
+    return leaf_spine(k, k, per_edge or k, programmable_fraction=programmable, seed=seed)
+
+
+def _goat_testbed(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
+    return goat_testbed()
+
+
+def _inart(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
+    return inart_fattree(seed=seed)
+
+
+# name → (builder(k, hosts per edge, programmable fraction, seed), what it is)
+TOPOLOGIES: dict[str, tuple[Callable[[int, int | None, float, int], Topology], str]] = {
+    "fattree": (_fattree, "k-ary fat-tree (--k, default 4: 20 switches; k/2 hosts per edge unless "
+                          "--hosts-per-edge)"),
+    "leaf-spine": (_leaf_spine, "k spines, k leaves, k hosts per leaf (or --hosts-per-edge)"),
+    "goat-testbed": (_goat_testbed, "GOAT Fig. 4: S1, S2 with 4 workers each, S3 with the PS (all programmable)"),
+    "inart": (_inart, "InArt's emulation: k=6 fat-tree, 54 hosts, every switch programmable"),
+}
+
+
+def build_topology(name: str, *, k: int = 4, hosts_per_edge: int | None = None, programmable: float = 0.2,
+                   seed: int = 0) -> Topology:
+    if name not in TOPOLOGIES:
+        raise ValueError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES)}")
+    return TOPOLOGIES[name][0](k, hosts_per_edge, programmable, seed)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job of an experiment: its model size, rounds and start time."""
+    mb: float
+    rounds: int
+    start: float = 0.0          # seconds after the experiment's start
+
+
+def place_jobs(topo: Topology, specs: list[JobSpec], workers: int, *, submodels: int = 4,
+               switch_bytes: int | None = None) -> list[Job]:
+    """Jobs with ``workers`` workers each, interleaved over the hosts (job k takes every n-th
+    host from the k-th, so jobs share ToRs and compete for their aggregators) and PSes on the
+    last hosts; job ids 1..n. Every programmable switch gets memory for half of the largest
+    model per job, so no switch holds a whole model (placement matters) and jobs sharing a
+    switch compete for its aggregators; ``switch_bytes`` overrides it."""
+    hosts = topo.hosts()
+    n = len(specs)
+    if n < 1 or workers < 1:
+        raise ValueError("need at least one job with at least one worker")
+    if n * (workers + 1) > len(hosts):
+        raise ValueError(f"{n} job(s) × ({workers} workers + 1 PS) do not fit on the {len(hosts)} hosts "
+                         f"of {topo.name}")
+    pool = hosts[:len(hosts) - n]
+    jobs = []
+    for k, spec in enumerate(specs):
+        ws = pool[k::n][:workers]
+        subs = [SubModel(f"g{i}", spec.mb / submodels) for i in range(submodels)]
+        jobs.append(Job(f"job{k + 1}", ws, [hosts[len(hosts) - 1 - k]], subs, job_id=k + 1))
+    memory = switch_bytes if switch_bytes is not None else int(n * max(s.mb for s in specs) * 1e6 / 2)
+    for s in topo.programmable_switches():
+        topo.nodes[s].memory_bytes = memory
+    for j in jobs:
+        j.validate(topo)
+    return jobs
+
+
+def bw_scale_for(topo: Topology, link_mbps: float) -> float:
+    """The EmuNet bandwidth scale that gives the topology's fastest link ``link_mbps``."""
+    fastest = max(l.capacity_gbps for l in topo.links)
+    return fastest * 1000.0 / link_mbps
+
+
+__all__ = ["TOPOLOGIES", "build_topology", "JobSpec", "place_jobs", "bw_scale_for", "LINK_MBPS"]
