@@ -33,10 +33,13 @@ reproduce: setup
 	$(PY) -m experiments.esa_jct
 	$(PY) -m experiments.aro_study
 
-# End-to-end emulation (root, Mininet): GOAT vs ATP on a k=4 fat-tree of p4sim switches,
-# plans installed over P4Runtime; results/fattree/{results.csv,summary.md,fattree.png}.
+# End-to-end emulation (root, Mininet): two jobs sharing a k=4 fat-tree of 20 p4sim switches,
+# plain PS vs ATP vs ESA (preemption) vs SwitchML vs GOAT, plans installed over P4Runtime;
+# results/fattree/{results.csv,rounds.csv,summary.md,fattree.png}. Other experiments:
+# `python -m emulation.run --help`.
 run-fattree: setup
-	$(PY) -m emulation.run fattree --out results/fattree
+	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
+	    --rounds 4 --schemes ps,atp,esa,switchml,goat --out results/fattree
 
 clean:
 	rm -rf .venv .venv-lock build *.egg-info .pytest_cache
