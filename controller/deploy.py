@@ -6,7 +6,7 @@ applied with :func:`apply_ops` to an in-process switch or over P4Runtime), per w
 :class:`hostlib.worker.FragmentLabel` of each sub-model, and the PS's
 :class:`hostlib.ps.JobConfig`. Used by the Mininet emulation (emulation/install.py).
 
-What gets installed, for one job with a single PS:
+What gets installed for a job with a single PS:
 
 * **L3**: a /32 LPM route for every host on every switch. The next hop is the first hop of
   ``Topology.shortest_path`` (BFS in link order). In Clos fabrics that takes the first uplink
@@ -23,6 +23,16 @@ What gets installed, for one job with a single PS:
   whose LPM next hop differs. They match (job, node, worker id, flags 0): only first copies, so
   aggregates leaving the node (worker id 255) and ``COLLISION`` fallbacks follow the LPM routes
   to the PS.
+* **Routing plans** (ARO, InArt and the routing baselines give each worker's path, not a
+  placement): programmable switches where a job's paths merge aggregate (InArt: the switch the
+  plan names for the worker), each level sending its partial to the next merging switch on the
+  path (``to_node``, fan-in = the workers whose paths pass it), the last to the PS or, holding
+  every worker, multicasting the result. ``ina_route`` entries matching (job, node, flags 0 or
+  ``COLLISION``) keep first copies and partials on the plan's paths up to each level; what
+  leaves the last level follows the LPM routes.
+* **Several jobs** (:func:`deploy_jobs`): per-job operations merged per switch; pools shared
+  under one node id per switch, or SwitchML's static partition (a node id and pool slice per
+  job); disjoint multicast replica ids; ESA priorities scaled over all jobs.
 * **Reminder routes**: every aggregation node gets a ``reminder_via`` host for the PS's
   reminders (preferably a worker it aggregates for); where that host's LPM route from the PS
   misses the node, ``ina_route`` entries matching (job, node, flags = REMINDER, ingress port)
@@ -38,7 +48,7 @@ from hostlib.protocol import Flags
 from hostlib.ps import JobConfig
 from hostlib.worker import FragmentLabel
 
-from .model import Job, Plan, Topology, submodel_key
+from .model import Job, Plan, Topology, submodel_key, task_key
 
 DEFAULT_POOL = 16384            # aggregators per node: INA_POOL_SIZE of p4src/v1model/ina.p4
 
@@ -132,6 +142,119 @@ def submodel_elements(job: Job, total_elements: int) -> list[int]:
     return out
 
 
+def _placement_levels(topo: Topology, job: Job, plan: Plan, subs: list[str]) -> tuple[
+        dict[str, list[str | None]], dict[tuple[str, int], int], dict[tuple[str, int], int], dict[str, tuple]]:
+    """Placement plans (GOAT, ATP, ...): y (worker → sub-model → first node), the fan-in of
+    each (node, sub-model), that of second levels, and each node's level."""
+    hold = plan.scheme == "atp"
+    forward_to: dict[str, dict[str, str]] = plan.extra.get("forward_to", {}) or {}
+    # y: worker → sub-model index → aggregating switch (None: the PS)
+    y: dict[str, list[str | None]] = {
+        w: [plan.aggregation_node.get(w, {}).get(k) for k in subs] for w in job.workers}
+
+    # fan-in of each (first-level node, sub-model) and the second level it forwards to
+    fan: dict[tuple[str, int], int] = {}
+    for w in job.workers:
+        for i, n in enumerate(y[w]):
+            if n is not None:
+                fan[(n, i)] = fan.get((n, i), 0) + 1
+    second: dict[tuple[str, int], str] = {}
+    for (n, i) in fan:
+        t = forward_to.get(subs[i], {}).get(n)
+        if t is not None and t != n:
+            second[(n, i)] = t
+
+    # ina_level is per (job, node), not per sub-model: a node may forward to a next level only
+    # if it does so for every sub-model it aggregates, with the same next node and fan-in
+    fan2: dict[tuple[str, int], int] = {}
+    for (n, i), t in second.items():
+        fan2[(t, i)] = fan2.get((t, i), 0) + fan[(n, i)]
+    for (t, i) in list(fan2):
+        # a second level that also aggregates its own workers directly (ATP: the PS's ToR)
+        # completes when both kinds arrived: one fan-in for the partials and the direct labels
+        fan2[(t, i)] += fan.get((t, i), 0)
+    for (t, i) in fan2:
+        if (t, i) in fan:
+            fan[(t, i)] = fan2[(t, i)]
+    levels: dict[str, tuple] = {}
+    first_subs: dict[str, list[int]] = {}
+    for (n, i) in fan:
+        first_subs.setdefault(n, []).append(i)
+    n_workers = len(job.workers)
+    for n, idx in first_subs.items():
+        targets = {(second.get((n, i)), fan2.get((second.get((n, i)), i), 0)) for i in idx}
+        if len(targets) == 1 and next(iter(targets))[0] is not None:
+            t, f = next(iter(targets))
+            levels[n] = ("to_node", t, f)
+        elif not hold and all(fan[(n, i)] == n_workers for i in idx):
+            levels[n] = ("to_multicast",)
+        else:
+            levels[n] = ("to_ps",)
+    for (n, i), t in second.items():
+        if levels[n][0] == "to_node" and t not in levels:
+            full = all(f == n_workers for (tt, _), f in fan2.items() if tt == t)
+            levels[t] = ("to_multicast",) if full and not hold else ("to_ps",)
+    # a second level whose sources fell back to to_ps gets no traffic; drop it unless first-level
+    used = {lv[1] for lv in levels.values() if lv[0] == "to_node"} | set(first_subs)
+    levels = {n: lv for n, lv in levels.items() if n in used}
+
+    return y, fan, fan2, levels
+
+
+def _routing_levels(topo: Topology, job: Job, plan: Plan, hops: Mapping[str, Mapping[str, str]],
+                    n_subs: int) -> tuple[dict[str, list[str | None]], dict[tuple[str, int], int],
+                                          dict[str, tuple], dict[str, dict[str, str]]]:
+    """Routing plans (ARO, InArt, ...): every worker's path to the PS is given; programmable
+    switches (InArt: the one the plan names for the worker) where flows of the job merge aggregate, each level passing its partial to the
+    next merging switch on the path (multi-stage aggregation), the last one to the PS or, when
+    it has every worker, multicasting the result. Returns y, fan-ins, levels and the pins
+    {node: {switch: next hop}} that keep first copies and partials on the plan's paths up to
+    each node."""
+    ps = job.ps[0]
+    paths = plan.paths.get(task_key(job, ps)) or plan.paths.get(ps)
+    if not paths:
+        raise ValueError(f"plan {plan.scheme}: no paths for job {job.name}")
+    nxt: dict[str, str] = {}
+    split: set[str] = set()                 # switches where the job's paths diverge: no merging
+    for w in job.workers:
+        p = paths.get(w)
+        if not p or p[0] != w or p[-1] != ps:
+            raise ValueError(f"plan {plan.scheme}: job {job.name}: path of {w} must run from {w} to {ps}")
+        for a, b in zip(p[1:-1], p[2:]):
+            if nxt.setdefault(a, b) != b:
+                split.add(a)
+    # explicit plans (InArt) name each worker's aggregation switch per task; otherwise every
+    # programmable switch on the path may aggregate (ARO's INPs)
+    named = {w: plan.aggregation_node.get(w, {}).get(task_key(job, ps), "") for w in job.workers}
+    chain = {w: [s for s in paths[w][1:-1] if topo.nodes[s].programmable and s not in split
+                 and (not plan.aggregation_node or s == named[w])] for w in job.workers}
+    feeds: dict[str, set[str]] = {}          # switch → distinct inputs (workers or lower switches)
+    under: dict[str, int] = {}               # switch → workers whose path passes it
+    for w, c in chain.items():
+        for prev, s in zip([w] + c, c):
+            feeds.setdefault(s, set()).add(prev)
+            under[s] = under.get(s, 0) + 1
+    merging = {s for s, f in feeds.items() if len(f) >= 2}
+    kept = {w: [s for s in c if s in merging] for w, c in chain.items()}
+    levels: dict[str, tuple] = {}
+    for c in kept.values():
+        for s, t in zip(c, c[1:] + [None]):
+            if t is not None:
+                levels[s] = ("to_node", t, under[t])
+            else:
+                levels[s] = ("to_multicast",) if under[s] == len(job.workers) else ("to_ps",)
+    y = {w: [c[0] if c else None] * n_subs for w, c in kept.items()}
+    fan = {(s, i): under[s] for s in levels for i in range(n_subs)}
+    pins: dict[str, dict[str, str]] = {}
+    for w in job.workers:
+        p = paths[w]
+        for node in kept[w]:
+            for a in p[1:p.index(node)]:
+                if hops[a][ps] != nxt[a]:
+                    pins.setdefault(node, {})[a] = nxt[a]
+    return y, fan, levels, pins
+
+
 def priority_bytes(priorities: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, int]]:
     """ESA priorities (any positive scale, e.g. :func:`controller.baselines.esa_priorities`) as
     the header's 8-bit field: proportional, the largest of all jobs 254 (255 marks ATP's held
@@ -194,61 +317,19 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         priorities = priority_bytes(prio).get(job.name, {}) if prio else {}
     wid = {w: i for i, w in enumerate(job.workers)}
     subs = [submodel_key(job, s, multi_job) for s in job.submodels]
-    forward_to: dict[str, dict[str, str]] = plan.extra.get("forward_to", {}) or {}
 
-    # y: worker → sub-model index → aggregating switch (None: the PS)
-    y: dict[str, list[str | None]] = {
-        w: [plan.aggregation_node.get(w, {}).get(k) for k in subs] for w in job.workers}
+    n_workers = len(job.workers)
+    by_submodel = any(k in subs for nodes in plan.aggregation_node.values() for k in nodes)
+    if by_submodel or not plan.paths:
+        y, fan, fan2, levels = _placement_levels(topo, job, plan, subs)
+        tree_pins: dict[str, dict[str, str]] = {}
+    else:
+        y, fan, levels, tree_pins = _routing_levels(topo, job, plan, hops, len(subs))
+        fan2 = {}
     for w, nodes in y.items():
         for n in nodes:
             if n is not None and not topo.nodes[n].programmable:
                 raise ValueError(f"plan {scheme}: {w} aggregates at {n}, which is not programmable")
-
-    # fan-in of each (first-level node, sub-model) and the second level it forwards to
-    fan: dict[tuple[str, int], int] = {}
-    for w in job.workers:
-        for i, n in enumerate(y[w]):
-            if n is not None:
-                fan[(n, i)] = fan.get((n, i), 0) + 1
-    second: dict[tuple[str, int], str] = {}
-    for (n, i) in fan:
-        t = forward_to.get(subs[i], {}).get(n)
-        if t is not None and t != n:
-            second[(n, i)] = t
-
-    # ina_level is per (job, node), not per sub-model: a node may forward to a next level only
-    # if it does so for every sub-model it aggregates, with the same next node and fan-in
-    fan2: dict[tuple[str, int], int] = {}
-    for (n, i), t in second.items():
-        fan2[(t, i)] = fan2.get((t, i), 0) + fan[(n, i)]
-    for (t, i) in list(fan2):
-        # a second level that also aggregates its own workers directly (ATP: the PS's ToR)
-        # completes when both kinds arrived: one fan-in for the partials and the direct labels
-        fan2[(t, i)] += fan.get((t, i), 0)
-    for (t, i) in fan2:
-        if (t, i) in fan:
-            fan[(t, i)] = fan2[(t, i)]
-    levels: dict[str, tuple] = {}
-    first_subs: dict[str, list[int]] = {}
-    for (n, i) in fan:
-        first_subs.setdefault(n, []).append(i)
-    n_workers = len(job.workers)
-    for n, idx in first_subs.items():
-        targets = {(second.get((n, i)), fan2.get((second.get((n, i)), i), 0)) for i in idx}
-        if len(targets) == 1 and next(iter(targets))[0] is not None:
-            t, f = next(iter(targets))
-            levels[n] = ("to_node", t, f)
-        elif not hold and all(fan[(n, i)] == n_workers for i in idx):
-            levels[n] = ("to_multicast",)
-        else:
-            levels[n] = ("to_ps",)
-    for (n, i), t in second.items():
-        if levels[n][0] == "to_node" and t not in levels:
-            full = all(f == n_workers for (tt, _), f in fan2.items() if tt == t)
-            levels[t] = ("to_multicast",) if full and not hold else ("to_ps",)
-    # a second level whose sources fell back to to_ps gets no traffic; drop it unless first-level
-    used = {lv[1] for lv in levels.values() if lv[0] == "to_node"} | set(first_subs)
-    levels = {n: lv for n, lv in levels.items() if n in used}
 
     ops: dict[str, list[TableOp]] = {s: [] for s in topo.switches()}
     port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
@@ -285,8 +366,15 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                     pinned.add((a, sid[n], wid[w]))
                     ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac,
                                              node_id=sid[n], worker_id=wid[w], flags=0))
+    # routing plans: first copies and partials (flags 0) and fragments a collision sent on
+    # (COLLISION) headed for node n follow the plan's paths up to n
+    for n, at in tree_pins.items():
+        for a, b in at.items():
+            for flags in (0, int(Flags.COLLISION)):
+                ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac, node_id=sid[n],
+                                         flags=flags))
     for n, lv in levels.items():
-        if lv[0] == "to_node" and lv[1] not in _downstream(topo, hops, n, ps):
+        if lv[0] == "to_node" and not tree_pins and lv[1] not in _downstream(topo, hops, n, ps):
             raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")
 
     prio = [int(priorities.get(sub.name, 0)) for sub in job.submodels]

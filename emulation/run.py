@@ -217,8 +217,10 @@ def fattree_setup(k: int, workers: int, mb: float, *, programmable_fraction: flo
     return topo, place_jobs(topo, [JobSpec(mb, 1)], workers, submodels=submodels)[0]
 
 
-# schemes the emulation can deploy (controller/deploy.py: one PS per job, placement plans)
-DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-ilp", "geryon", "k-sgd")
+# schemes the emulation can deploy (controller/deploy.py: one PS per job; placement plans, and
+# routing plans aggregating where paths merge)
+DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-ilp", "geryon", "k-sgd", "aro", "inart", "l-inart",
+              "random", "lbmm", "grid", "aggtree")
 
 
 @dataclass
@@ -271,12 +273,28 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     return SchemeRun(scheme, results, fd, entries)
 
 
+# schemes that plan one job at a time (InArt §3.1: other jobs are background traffic)
+PER_JOB = ("inart", "l-inart")
+
+
 def plan_scheme(scheme: str, topo: Topology, jobs: list[Job]) -> Plan:
-    """The controller's plan for ``scheme`` (controller.schemes), checked deployable here."""
+    """The controller's plan for ``scheme`` (controller.schemes), checked deployable here;
+    schemes that plan one job at a time plan each job alone, their plans merged."""
     if scheme not in DEPLOYABLE:
         raise ValueError(f"scheme {scheme!r} cannot be deployed in the emulation yet; "
                          f"deployable: {', '.join(DEPLOYABLE)}")
-    return plan_with(scheme, topo, jobs)
+    if scheme not in PER_JOB or len(jobs) == 1:
+        return plan_with(scheme, topo, jobs)
+    plans = [plan_with(scheme, topo, [j]) for j in jobs]
+    merged = Plan(scheme, [j.name for j in jobs], status="heuristic",
+                  solve_seconds=sum(p.solve_seconds for p in plans))
+    for p in plans:                         # tasks and workers are distinct across jobs
+        merged.paths.update(p.paths)
+        merged.rates.update(p.rates)
+        merged.split.update(p.split)
+        for w, nodes in p.aggregation_node.items():
+            merged.aggregation_node.setdefault(w, {}).update(nodes)
+    return merged
 
 
 def ideal_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: int = LANES) -> float:

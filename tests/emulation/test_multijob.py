@@ -8,6 +8,7 @@ from controller.deploy import deploy_jobs, esa_priority_schedule, pool_for_memor
 from controller.schemes import run_scheme
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs
+from emulation.run import plan_scheme
 
 SPECS = [JobSpec(0.02, 2), JobSpec(0.03, 2, start=0.002)]
 
@@ -16,7 +17,7 @@ def _setup(scheme: str, pool_limit: int = 16384):
     # four hosts per edge: interleaved jobs put two workers each under every ToR (fan-in 2)
     topo = build_topology("fattree", k=4, hosts_per_edge=4, programmable=0.2, seed=0)
     jobs = place_jobs(topo, SPECS, 4)
-    plan = run_scheme(scheme, topo, jobs)
+    plan = plan_scheme(scheme, topo, jobs)
     fd = deploy_jobs(topo, jobs, plan, total_elements={j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, SPECS)},
                      pool_limit=pool_limit)
     return topo, jobs, fd
@@ -82,7 +83,7 @@ def test_esa_priorities_follow_eq1_and_rise_as_a_job_nears_its_end() -> None:
     assert priority_bytes({"a": {"x": 2.0, "y": 1.0}, "b": {"x": 0.001}}) == {"a": {"x": 254, "y": 127}, "b": {"x": 1}}
 
 
-@pytest.mark.parametrize("scheme", ["ps", "atp", "esa", "switchml", "goat"])
+@pytest.mark.parametrize("scheme", ["ps", "atp", "esa", "switchml", "goat", "aro", "inart"])
 @pytest.mark.parametrize("loss", [0.0, 0.02])
 def test_two_jobs_sharing_switches_are_exact_in_every_round(scheme: str, loss: float) -> None:
     topo, jobs, fd = _setup(scheme)
@@ -103,3 +104,27 @@ def test_esa_preempts_across_jobs_in_a_small_pool_and_stays_exact() -> None:
                        priorities={j.job_id: sched[j.name] for j in jobs})
     assert all(r.exact for r in results)
     assert sum(r.ps_received.get("preempted", 0) for r in results) > 0
+
+
+@pytest.mark.parametrize("scheme", ["aro", "inart"])
+def test_routing_plans_aggregate_where_their_paths_merge(scheme: str) -> None:
+    """ARO and InArt give paths, not placements: the deployment aggregates where a job's paths
+    merge at programmable switches (InArt: at the switch it names), chains levels along the
+    paths, and pins first copies and partials onto the plan's paths up to each level."""
+    topo = build_topology("fattree", k=4, programmable=0.2, seed=0)
+    jobs = place_jobs(topo, SPECS[:1], 6)
+    plan = run_scheme(scheme, topo, jobs)
+    fd = deploy_jobs(topo, jobs, plan, total_elements={"job1": 5000})
+    dep = fd.jobs[0]
+    paths = plan.paths["job1"]
+    assert dep.levels
+    for w in dep.workers:
+        lab = dep.labels[w][0]
+        on_path = [s for s in paths[w][1:-1] if dep.node_ids.get(s) == lab.node_id]
+        assert lab.node_id == 0 or on_path, (w, lab, paths[w])
+        if lab.node_id:                     # fan-in: the workers whose paths pass that node
+            assert lab.fan_in == sum(on_path[0] in paths[v] for v in dep.workers)
+    for n, kind in dep.levels.items():
+        if kind == "to_node":
+            nxt = next(dict(op.kwargs)["next_node"] for op in fd.ops[n] if op.method == "level_to_node")
+            assert nxt in dep.node_ids.values()
