@@ -1,0 +1,261 @@
+"""Data-parallel training through p4sim switches in Mininet, INA against gloo.
+
+    python -m emulation.train [--workers 4] [--steps 200] [--topology fattree] [--k 4]
+                              [--scheme goat] [--out results/training]
+
+Builds the topology with p4sim switches (emulation.net.EmuNet), plans the job with
+``controller.schemes`` for the gradient size of the model (training.train_digits's MLP),
+deploys the plan (controller.deploy.deploy_plan) and installs it over P4Runtime
+(emulation.install). Then, in the same network: the job's PS (``python -m training.ps``) in
+its host and one ``python -m training.train_digits --allreduce ina`` per worker host — DDP with
+the INA communication hook, so every gradient bucket crosses the switches as INA fragments —
+and afterwards the same training with ``--allreduce gloo`` (DDP's own all-reduce, TCP between
+the same hosts through the same switches), same seed. Writes under ``--out``: losses.csv (per
+step: both losses, both step times, INA's gradient check), training.png (both loss curves,
+their difference, time per step), summary.md, and the workers' logs under runs/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from controller.deploy import Deployment, deploy_plan, ina_fraction
+from controller.model import Job, Topology
+from controller.schemes import run_scheme
+from hostlib.protocol import MAX_WORKERS
+from training.allreduce import InaJob
+from training.launch import MODES, machine, merge, read_rows, wait_workers, worker_command, write_report
+from training.train_digits import n_parameters
+
+from .install import install
+from .net import EmuNet, mininet_unavailable_reason
+from .run import fattree_setup
+
+SCHEMES = ("goat", "atp", "ps")
+GLOO_PORT = 29500
+RTO = {"initial": 0.3, "minimum": 0.05, "maximum": 2.0}
+
+
+def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
+    """The deployment as the workers' and PS's job description: addresses, plan labels,
+    sub-model split, reminder routes."""
+    a, cfg = dep.addresses, dep.job_config
+    return InaJob(dep.job_id, a[dep.ps].ip, [(a[w].ip, a[w].mac) for w in dep.workers],
+                  [list(dep.labels[w]) for w in dep.workers], list(dep.submodel_sizes), dict(cfg.reminder_via),
+                  None if cfg.submodel_nodes is None else {s: list(v) for s, v in cfg.submodel_nodes.items()},
+                  ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
+
+
+def setup(workers: int, *, hidden: int = 64, k: int = 4, hosts_per_edge: int | None = None,
+          programmable: float = 0.2, seed: int = 0) -> tuple[Topology, Job]:
+    """emulation.run's fat-tree with one job sized for the model's gradient (fp32)."""
+    mb = n_parameters(hidden) * 4 / 1e6
+    return fattree_setup(k, workers, mb, programmable_fraction=programmable, hosts_per_edge=hosts_per_edge,
+                         seed=seed)
+
+
+def plan_and_deploy(topo: Topology, job: Job, scheme: str = "goat", hidden: int = 64) -> Deployment:
+    """The controller's plan for ``scheme``, deployed for the model's gradient length."""
+    return deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=n_parameters(hidden))
+
+
+def _wait_file(path: Path, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    deadline = time.time() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {path.name}: "
+                               f"{log.read_text(errors='replace')[-1500:]}")
+        if time.time() > deadline:
+            raise RuntimeError(f"no {path.name} after {timeout:g} s")
+        time.sleep(0.05)
+
+
+def run_mode(net: EmuNet, dep: Deployment, job: InaJob, mode: str, workdir: Path, *, steps: int,
+             verify: bool = False, seed: int = 0, timeout: float = 900.0, extra: Sequence[str] = (),
+             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """One training run in ``net``'s hosts: workers (and for INA the PS) as processes there.
+    Returns every rank's rows, and for INA the PS's counters and the workers' all-reduce
+    counters."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    job_file = workdir / "job.json"
+    job.save(job_file)
+    n = len(dep.workers)
+    csvs = [workdir / f"{mode}-rank{r}.csv" for r in range(n)]
+    logs = {f"rank{r}": workdir / f"{mode}-rank{r}.log" for r in range(n)}
+    for f in csvs + [workdir / "ps.ready", workdir / "ps.json"] + [c.with_suffix(".csv.json") for c in csvs]:
+        f.unlink(missing_ok=True)
+    ps_proc = None
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        if mode == "ina":
+            ps_log = workdir / "ps.log"
+            with open(ps_log, "w") as log:
+                ps_proc = net.popen(dep.ps, [sys.executable, "-m", "training.ps", "--job", str(job_file), "--ready",
+                                             str(workdir / "ps.ready"), "--out", str(workdir / "ps.json")],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            _wait_file(workdir / "ps.ready", ps_proc, ps_log, 60)
+        master = f"{dep.addresses[dep.workers[0]].ip}:{GLOO_PORT + MODES.index(mode)}"
+        for r, host in enumerate(dep.workers):
+            # gloo picks its interface from the hostname otherwise, which is not this host's
+            env = dict(os.environ, GLOO_SOCKET_IFNAME=net.host(host).defaultIntf().name)
+            with open(logs[f"rank{r}"], "w") as log:
+                procs[f"rank{r}"] = net.popen(
+                    host, worker_command(r, n, master, mode, csvs[r], steps=steps, job_file=job_file,
+                                         verify=verify, seed=seed, extra=extra),
+                    stdout=log, stderr=subprocess.STDOUT, env=env)
+        wait_workers(procs, logs, timeout, progress_csv=csvs[0], progress=progress)
+    finally:
+        for p in procs.values():                 # ours, by PID (EmuNet.stop would too)
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        if ps_proc is not None and ps_proc.poll() is None:
+            ps_proc.terminate()                  # SIGTERM: the PS writes its counters and exits
+            try:
+                ps_proc.wait(20)
+            except subprocess.TimeoutExpired:
+                ps_proc.kill()
+                ps_proc.wait(5)
+    out: dict[str, Any] = {"rows": [read_rows(c) for c in csvs]}
+    if mode == "ina":
+        out["ps"] = json.loads((workdir / "ps.json").read_text()) if (workdir / "ps.json").exists() else {}
+        out["workers"] = [json.loads(c.with_suffix(".csv.json").read_text())["ina"] for c in csvs]
+    return out
+
+
+def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", steps: int = 200,
+                 modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0, hidden: int = 64,
+                 link_mbps: float = 20.0, timeout: float = 900.0, log: Callable[[str], None] = print,
+                 progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Plan, deploy, build the net, install, then train once per mode in it. Returns per mode
+    :func:`run_mode`'s result, plus the deployment."""
+    dep = plan_and_deploy(topo, job, scheme, hidden)
+    spec = ina_job(dep)
+    log(f"[{scheme}] {len(dep.workers)} workers {', '.join(dep.workers)}, PS {dep.ps}; gradient "
+        f"{n_parameters(hidden)} values in sub-models {dep.submodel_sizes}; aggregation nodes: "
+        + (", ".join(f"{n} ({dep.levels[n]})" for n in dep.ina_switches) or "none (the PS aggregates)"))
+    fastest = max(l.capacity_gbps for l in topo.links)
+    net = EmuNet(topo, bw_scale=fastest * 1000.0 / link_mbps, log_dir=out / "logs")
+    results: dict[str, Any] = {"deployment": dep}
+    try:
+        t = time.time()
+        net.build().start()
+        log(f"{len(topo.switches())} p4sim switches up in {time.time() - t:.1f} s")
+        t = time.time()
+        entries = install(net, dep.ops)
+        log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
+        extra = ["--hidden", str(hidden), "--timeout", "120"]
+        for mode in modes:
+            t = time.time()
+            results[mode] = run_mode(net, dep, spec, mode, out / "runs", steps=steps, verify=verify and mode == "ina",
+                                     seed=seed, timeout=timeout, extra=extra, progress=progress)
+            log(f"[{mode}] {steps} steps in {time.time() - t:.1f} s")
+    finally:
+        net.stop()
+    return results
+
+
+def fragments_sent(res: dict[str, Any]) -> int:
+    return sum(w["sent"] for w in res.get("workers", []))
+
+
+def check_args(args: argparse.Namespace) -> list[str]:
+    """The modes to run; ValueError (one line) for arguments that cannot work."""
+    if args.k < 2 or args.k % 2:
+        raise ValueError(f"--k {args.k}: a fat-tree needs an even k >= 2")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise ValueError(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
+    hosts = (args.k ** 3 // 4) if args.hosts_per_edge is None else args.k * args.k // 2 * args.hosts_per_edge
+    if args.workers + 1 > hosts:
+        raise ValueError(f"--workers {args.workers}: a k={args.k} fat-tree has {hosts} hosts, the job needs "
+                         f"{args.workers} + 1 (the PS)")
+    if args.hosts_per_edge is not None and args.hosts_per_edge < 1:
+        raise ValueError(f"--hosts-per-edge {args.hosts_per_edge}: must be at least 1")
+    for name in ("steps", "hidden"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
+    if not 0.0 <= args.programmable <= 1.0:
+        raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
+    if args.link_mbps <= 0:
+        raise ValueError(f"--link-mbps {args.link_mbps}: must be positive")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in MODES for m in modes):
+        raise ValueError(f"--modes {args.modes!r}: a comma list of {', '.join(MODES)}")
+    return modes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m emulation.train",
+        description="Train an MLP on scikit-learn's digits with N workers in Mininet hosts, gradients averaged "
+                    "through p4sim switches running p4src/v1model/ina.p4 (torch DDP with the INA communication "
+                    "hook), then with gloo's all-reduce over the same network, same seed; plot both loss curves "
+                    "and report the time per iteration. Needs root and Mininet.",
+        epilog="example: python -m emulation.train --workers 4 --steps 200 --out results/training")
+    ap.add_argument("--workers", type=int, default=4, help="training workers (default 4)")
+    ap.add_argument("--steps", type=int, default=200, help="training steps per mode (default 200)")
+    ap.add_argument("--topology", default="fattree", choices=["fattree"],
+                    help="fattree: emulation.run's k-ary fat-tree, workers on the first hosts, the PS on the last")
+    ap.add_argument("--k", type=int, default=4, help="fat-tree arity (default 4: 20 switches)")
+    ap.add_argument("--hosts-per-edge", type=int, default=None, help="hosts under each edge switch (default k/2)")
+    ap.add_argument("--programmable", type=float, default=0.2, help="fraction of programmable switches (default 0.2)")
+    ap.add_argument("--scheme", default="goat", choices=SCHEMES,
+                    help="aggregation plan: goat (switches chosen by GOAT), atp (workers' ToRs), ps (no switch)")
+    ap.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo (default both, in that order)")
+    ap.add_argument("--verify", action="store_true",
+                    help="INA: also average every step's gradients with gloo and check the INA mean against it "
+                         "(adds gloo traffic; the reported step time leaves the check out)")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the MLP (default 64: 4810 parameters)")
+    ap.add_argument("--link-mbps", type=float, default=20.0,
+                    help="rate of the fastest link in Mb/s (default 20, as emulation.run); others scale with it")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=900.0, help="limit for each mode's run (s)")
+    ap.add_argument("--out", default="results/training", help="output folder (default results/training)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = ap.parse_args(argv)
+    try:
+        modes = check_args(args)
+    except ValueError as e:
+        ap.error(str(e))
+    why = mininet_unavailable_reason()
+    if why:
+        print(f"emulation.train: {why}", file=sys.stderr)
+        return 2
+    os.chdir(Path(__file__).resolve().parent.parent)    # processes run `-m training...` from the repo
+    from tqdm import tqdm
+    out = Path(args.out)
+    topo, job = setup(args.workers, hidden=args.hidden, k=args.k, hosts_per_edge=args.hosts_per_edge,
+                      programmable=args.programmable, seed=args.seed)
+    print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
+          f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
+    with tqdm(total=args.steps * len(modes), unit="step", disable=args.quiet, file=sys.stderr) as bar:
+        res = run_training(topo, job, out, scheme=args.scheme, steps=args.steps, modes=modes, verify=args.verify,
+                           seed=args.seed, hidden=args.hidden, link_mbps=args.link_mbps, timeout=args.timeout,
+                           log=tqdm.write, progress=bar.update)
+    rows = merge({m: res[m]["rows"] for m in modes})
+    dep = res["deployment"]
+    setup_line = (f"Machine: {machine()}. Network: {topo.name}, {len(topo.switches())} p4sim switches "
+                  f"(Python, v1model ina.p4), fastest link {args.link_mbps:g} Mb/s; {args.workers} workers and the "
+                  f"PS in Mininet hosts; plan {args.scheme}, aggregation at "
+                  f"{', '.join(dep.ina_switches) or 'the PS only'}; gloo: TCP between the same hosts.")
+    if "ina" in modes:
+        frags = fragments_sent(res["ina"])
+        frac = ina_fraction(res["ina"]["ps"].get("received", {}), frags)
+        resent = sum(w["resent"] for w in res["ina"]["workers"])
+        setup_line += (f" INA: {frags} fragments sent by the workers, {frac:.1%} aggregated in the switches, "
+                       f"{resent} retransmitted.")
+    s = write_report(out, rows, title=f"digits MLP, {args.workers} workers, {topo.name}, {args.scheme}",
+                     setup=setup_line)
+    print((out / "summary.md").read_text())
+    print(f"wrote {out / 'losses.csv'}, {out / 'summary.md'}, {out / 'training.png'}")
+    return 0 if s.get("max_grad_ratio", 0.0) <= 1.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

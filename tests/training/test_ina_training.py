@@ -1,0 +1,150 @@
+"""training/: INA all-reduce and the DDP hook over loopback UDP (no switch: the PS aggregates),
+checked against exact sums and against gloo's all-reduce of the same gradients."""
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hostlib.protocol import INT32_MAX, encode_lanes
+from training.allreduce import (EXP_MAX, EXP_MIN, GradientRangeError, InaAllReduce, InaJob, scale_bits_for,
+                                serve_ps, sum_error_bound)
+from training.local import loopback_job, run_mode
+
+U32 = 2.0 ** -24
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 17, 32])
+def test_the_chosen_scale_cannot_overflow_int32(n: int) -> None:
+    """Worst case for every exponent: all N workers send the largest magnitude below 2^e (which
+    rounds up to 2^(e+s)); the encodings and their sum stay within int32."""
+    for e in range(EXP_MIN, EXP_MAX + 1, 7):
+        s = scale_bits_for(e, n)
+        top = math.nextafter(2.0 ** e, 0.0)
+        lanes = encode_lanes(np.array([top, -top]) * 2.0 ** min(s, 0), max(s, 0), lanes=2)
+        assert abs(int(lanes[0])) == abs(int(lanes[1])) <= 2 ** (e + s)
+        assert n * abs(int(lanes[0])) <= 2 ** 30 < INT32_MAX
+        # and no finer scale has that guarantee: one more bit and N values of 2^(e+s+1) pass 2^30
+        assert n * 2 ** (e + s + 1) > 2 ** 30
+
+
+@pytest.fixture
+def loopback3():
+    job = loopback_job(3)
+    stop, ready = threading.Event(), threading.Event()
+    ps = threading.Thread(target=serve_ps, args=(job, stop.is_set), kwargs={"on_ready": ready.set, "timeout": 60})
+    try:
+        ars = [InaAllReduce(job, w, timeout=10) for w in range(3)]
+    except OSError as e:
+        pytest.skip(f"cannot bind loopback UDP: {e}")
+    ps.start()
+    assert ready.wait(10)
+    try:
+        yield job, ars
+    finally:
+        stop.set()
+        ps.join(10)
+        for a in ars:
+            a.close()
+
+
+def _collective(ars: list[InaAllReduce], vectors: list[list[np.ndarray]]) -> list[list[object]]:
+    """Each worker's calls in its own thread (a collective needs them all at once); per worker
+    per call: (result, scale bits) or the exception it raised."""
+    out: list[list[object]] = [[] for _ in ars]
+
+    def run(w: int) -> None:
+        for v in vectors[w]:
+            try:
+                out[w].append((ars[w].allreduce(v), ars[w].last_scale_bits))
+            except Exception as e:            # recorded: the test checks every worker raised
+                out[w].append(e)
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(len(ars))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+def test_allreduce_is_the_exact_sum_within_the_fixed_point_bound(loopback3) -> None:
+    job, ars = loopback3
+    rng = np.random.default_rng(1)
+    # tiny, gradient-like, large and enormous magnitudes (the last needs a negative scale),
+    # an all-zero vector, and lengths that leave some sub-models empty
+    mags = [1e-30, 1e-3, 1.0, 1e5, 1e12]
+    vectors = [[rng.normal(0, m, 3000).astype(np.float32) for m in mags] + [np.zeros(5, np.float32)]
+               for _ in range(3)]
+    out = _collective(ars, vectors)
+    for k in range(len(vectors[0])):
+        exact = sum(v[k].astype(np.float64) for v in vectors)
+        for w in range(3):
+            res, s = out[w][k]
+            assert res.dtype == np.float32 and res.shape == exact.shape
+            # fixed-point rounding of the sum, then one float32 cast
+            bound = sum_error_bound(3, s) + U32 * np.abs(exact) * (1 + U32)
+            assert np.all(np.abs(res - exact) <= bound), (k, w, s)
+            assert np.array_equal(res, out[0][k][0])          # every worker holds the same sum
+    assert [o[1] for o in out[0][:5]] == sorted([o[1] for o in out[0][:5]], reverse=True)
+    assert out[0][4][1] < 0                                     # 1e12 * 3 needs a negative scale
+    assert ars[0].stats.rounds == 2 * len(mags) + 2 and ars[0].stats.redone == 0
+
+
+def test_a_non_finite_gradient_fails_the_call_on_every_worker_and_the_next_call_works(loopback3) -> None:
+    job, ars = loopback3
+    good = [np.full(100, w + 1.0, np.float32) for w in range(3)]
+    bad = [g.copy() for g in good]
+    bad[1][7] = np.inf
+    out = _collective(ars, [[bad[w], good[w]] for w in range(3)])
+    for w in range(3):
+        assert isinstance(out[w][0], GradientRangeError)         # all of them, not just worker 1
+        res, _ = out[w][1]
+        assert np.array_equal(res, np.full(100, 6.0, np.float32))
+
+
+def test_ddp_hook_gradients_match_gloo_for_two_workers(tmp_path: Path) -> None:
+    """torch DDP on a gloo process group, 2 worker processes, the INA hook averaging every
+    bucket: at every step each rank also averages its own local gradient with gloo, and the INA
+    mean must be within the rounding bound of it (``grad_ratio`` <= 1, see
+    training.train_digits.grad_error_bound). Then the same training with gloo's all-reduce:
+    same initial loss, the same weights' trajectory up to that rounding."""
+    job = loopback_job(2)
+    steps = 4
+    ina = run_mode("ina", job, tmp_path, steps=steps, verify=True, timeout=120)
+    gloo = run_mode("gloo", job, tmp_path, steps=steps, timeout=120)
+    for ranks in (ina, gloo):
+        assert [len(r) for r in ranks] == [steps, steps]
+    for r in range(2):
+        for row in ina[r]:
+            assert 0 <= row["grad_ratio"] <= 1.0, row
+            assert row["scale_bits"] >= 20                    # digits' gradients are far below 2^10
+    # both ranks applied the same averaged gradient: identical weights, identical full loss
+    assert [x["loss"] for x in ina[0]] == [x["loss"] for x in ina[1]]
+    assert ina[0][0]["loss"] == gloo[0][0]["loss"]             # same seed, same initial weights
+    # training happened, in both modes
+    assert ina[0][-1]["loss"] < ina[0][0]["loss"] and gloo[0][-1]["loss"] < gloo[0][0]["loss"]
+
+
+def test_train_digits_rejects_bad_arguments_in_one_line(capsys) -> None:
+    from training.train_digits import main
+    with pytest.raises(SystemExit) as e:
+        main(["--rank", "2", "--world-size", "2", "--master", "127.0.0.1:1", "--allreduce", "gloo"])
+    assert e.value.code == 2
+    assert "--rank 2: must be in 0..1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--rank", "0", "--world-size", "2", "--master", "127.0.0.1:1", "--allreduce", "ina"])
+    assert "--allreduce ina needs --ina-job FILE" in capsys.readouterr().err
+
+
+def test_job_description_round_trips_through_json(tmp_path: Path) -> None:
+    job = InaJob.loopback(3, "127.0.99")
+    job.reminder_via = {5: "10.0.0.3"}
+    job.submodel_nodes = {0: [5]}
+    job.save(tmp_path / "job.json")
+    again = InaJob.load(tmp_path / "job.json")
+    assert again == job
+    assert job.split(10) == [10] and InaJob(1, "x", job.workers, [[l[0]] * 3 for l in job.labels],
+                                           [1, 2, 1]).split(8) == [2, 4, 2]
