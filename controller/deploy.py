@@ -282,13 +282,6 @@ def esa_priority_schedule(jobs: list[Job], rounds: Mapping[str, int]) -> dict[st
     return out
 
 
-def pool_for_memory(memory_bytes: int, lanes: int, limit: int = DEFAULT_POOL) -> int:
-    """Aggregators a switch with ``memory_bytes`` of aggregator memory holds (4-byte lanes): the
-    largest power of two that fits (Tofino masks the hash), at most the program's pool."""
-    n = max(1, min(limit, memory_bytes // (4 * lanes)))
-    return 1 << (n.bit_length() - 1)
-
-
 def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                 pool_size: int = DEFAULT_POOL, multi_job: bool = False, node_base: int = 0,
                 pools: Mapping[str, tuple[int, int]] | None = None, rid_base: int = 1,
@@ -421,21 +414,23 @@ MAX_WORKERS_PER_GROUP = 256         # replica ids per job's multicast group (rid
 
 
 def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: Mapping[str, int],
-                lanes: int = 64, pool_limit: int = DEFAULT_POOL, partition: bool | None = None) -> FabricDeployment:
+                pool_size: int = DEFAULT_POOL, partition: bool | None = None) -> FabricDeployment:
     """Configuration for every job of ``plan`` on one fabric.
 
-    A switch's pool is what its memory holds (:func:`pool_for_memory`). Jobs share it — one
-    node id per switch, fragments of all jobs hashed over the whole pool, as ATP and ESA do —
-    or, with ``partition`` (default: SwitchML, which partitions statically), each job aggregating
-    on a switch gets an equal power-of-two slice under a node id of its own (switch id + 256 ×
-    job position). Multicast replica ids are disjoint per job; ESA priorities are scaled to 8
-    bits over all jobs together, so jobs compare as Eq. 1 says."""
+    Every aggregating switch has ``pool_size`` aggregators (a power of two: Tofino masks the
+    hash). Jobs share them — one node id per switch, fragments of all jobs hashed over the
+    whole pool, as ATP and ESA do — or, with ``partition`` (default: SwitchML, which partitions
+    statically), each job aggregating on a switch gets an equal power-of-two slice under a node
+    id of its own (switch id + 256 × job position). Multicast replica ids are disjoint per job;
+    ESA priorities are scaled to 8 bits over all jobs together, so jobs compare as Eq. 1 says."""
+    if pool_size < 1 or pool_size & (pool_size - 1):
+        raise ValueError(f"pool size {pool_size}: a power of two")
     if not jobs:
         raise ValueError("deploy_jobs: no jobs")
     partition = plan.scheme == "switchml" if partition is None else partition
     multi = len(jobs) > 1
     prio = priority_bytes(plan.extra.get("priority", {}) or {})
-    pools = {s: pool_for_memory(topo.nodes[s].memory_bytes, lanes, pool_limit) for s in topo.switches()}
+    pools = {s: pool_size for s in topo.switches()}
     # which jobs may aggregate at each switch (to split partitioned pools among them only)
     users: dict[str, list[int]] = {}
     for k, j in enumerate(jobs):
@@ -508,4 +503,4 @@ def ina_fraction(ps_received: Mapping[str, int], worker_fragments: int) -> float
 
 
 __all__ = ["TableOp", "apply_ops", "HostAddress", "host_addresses", "next_hops", "lpm_path",
-           "Deployment", "deploy_plan", "FabricDeployment", "deploy_jobs", "priority_bytes", "esa_priority_schedule", "pool_for_memory", "submodel_elements", "ina_fraction", "DEFAULT_POOL"]
+           "Deployment", "deploy_plan", "FabricDeployment", "deploy_jobs", "priority_bytes", "esa_priority_schedule", "submodel_elements", "ina_fraction", "DEFAULT_POOL"]

@@ -198,6 +198,7 @@ class EmuNet:
 
     def build(self, lock_timeout: float = 1800.0) -> "EmuNet":
         self._lock(lock_timeout)
+        self._remove_stale_links()
         topo = self.topology
         net = Mininet(topo=None, controller=None, host=Host, switch=P4simSwitch, link=TCLink,
                       build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
@@ -277,6 +278,16 @@ class EmuNet:
                     raise TimeoutError(f"another emulated network held {LOCK_FILE} for {timeout:.0f} s") from None
                 time.sleep(0.5)
         self._lock_fd = fd
+
+    def _remove_stale_links(self) -> None:
+        """Under the lock no other net exists, so a root-namespace interface named like one of
+        ours is a leftover of a run that was killed while stopping: delete it (its veth peer
+        goes with it), or Mininet fails with "File exists"."""
+        for l in self.topology.links:
+            for node, port in ((l.a, l.a_port), (l.b, l.b_port)):
+                name = f"{node}-eth{port}"
+                if Path(f"/sys/class/net/{name}").exists():
+                    subprocess.run(["ip", "link", "del", name], capture_output=True)
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:

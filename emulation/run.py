@@ -236,11 +236,11 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, log: Callable[[str], None] = print,
                progress: Callable[[int], None] | None = None) -> SchemeRun:
     """Plan ``scheme`` for ``jobs``, build a fresh Mininet net, install over P4Runtime and run
-    every job's rounds (ESA: priorities recomputed per round, ESA §5.4). ``pool`` caps the
-    aggregators of a switch (below what its memory holds: contention, ESA's setting)."""
+    every job's rounds (ESA: priorities recomputed per round, ESA §5.4). ``pool``: aggregators
+    per switch (small pools make jobs contend: ESA's setting)."""
     plan = plan_scheme(scheme, topo, jobs)
     fd = deploy_jobs(topo, jobs, plan, total_elements={j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, specs)},
-                     lanes=LANES, pool_limit=pool)
+                     pool_size=pool)
     log(f"[{scheme}] aggregation nodes: " + (", ".join(
         f"{n}({'/'.join(sorted({d.levels[n] for d in fd.jobs if n in d.levels}))}, {fd.pool_sizes[n]} aggregators)"
         for n in fd.ina_switches) or "none"))
@@ -517,8 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="aggregator memory of each programmable switch in MB, as the planners see it "
                          "(default: half of the largest model per job)")
     ap.add_argument("--pool", type=int, default=DEFAULT_POOL,
-                    help="at most this many aggregators per switch (power of two; default: what the switch's "
-                         "memory holds, up to the program's 16384). Small pools make jobs contend (ESA)")
+                    help=f"aggregators per switch (a power of two, default {DEFAULT_POOL}: the program's "
+                         "registers). Small pools make jobs contend for them (ESA's setting)")
     ap.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port (e.g. 0.01)")
     ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
                     help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.deploy import deploy_jobs, esa_priority_schedule, pool_for_memory, priority_bytes
+from controller.deploy import deploy_jobs, esa_priority_schedule, priority_bytes
 from controller.schemes import run_scheme
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs
@@ -13,13 +13,13 @@ from emulation.run import plan_scheme
 SPECS = [JobSpec(0.02, 2), JobSpec(0.03, 2, start=0.002)]
 
 
-def _setup(scheme: str, pool_limit: int = 16384):
+def _setup(scheme: str, pool_size: int = 16384):
     # four hosts per edge: interleaved jobs put two workers each under every ToR (fan-in 2)
     topo = build_topology("fattree", k=4, hosts_per_edge=4, programmable=0.2, seed=0)
     jobs = place_jobs(topo, SPECS, 4)
     plan = plan_scheme(scheme, topo, jobs)
     fd = deploy_jobs(topo, jobs, plan, total_elements={j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, SPECS)},
-                     pool_limit=pool_limit)
+                     pool_size=pool_size)
     return topo, jobs, fd
 
 
@@ -35,12 +35,6 @@ def test_jobs_are_interleaved_on_distinct_hosts_with_their_own_ps() -> None:
     for j in place_jobs(wide, SPECS, 6):
         tors = [wide.tor_of(w) for w in j.workers]
         assert tors.count(tors[0]) == 2                            # fan-in 2 at the ToR
-
-
-def test_pool_is_what_the_memory_holds_in_powers_of_two() -> None:
-    assert pool_for_memory(125_000, 64) == 256          # 488 aggregators of 256 B fit
-    assert pool_for_memory(10**9, 64) == 16384          # capped at the program's pool
-    assert pool_for_memory(10, 64) == 1
 
 
 def test_shared_pools_use_one_node_id_and_switchml_partitions_them() -> None:
@@ -98,7 +92,7 @@ def test_two_jobs_sharing_switches_are_exact_in_every_round(scheme: str, loss: f
 def test_esa_preempts_across_jobs_in_a_small_pool_and_stays_exact() -> None:
     """ESA's point: with aggregators scarce, the higher-priority job's fragments swap the
     other's partials out (the PS receives them PREEMPTED) and both jobs still get exact sums."""
-    topo, jobs, fd = _setup("esa", pool_limit=4)
+    topo, jobs, fd = _setup("esa", pool_size=4)
     sched = esa_priority_schedule(jobs, {j.name: s.rounds for j, s in zip(jobs, SPECS)})
     results = run_jobs(topo, fd, rounds={1: 2, 2: 2}, seed=1, starts={2: 0.0005},
                        priorities={j.job_id: sched[j.name] for j in jobs})
