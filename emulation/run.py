@@ -419,6 +419,8 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
     for name in ("jobs", "workers", "rounds", "window"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
+    if args.rto_max < args.rto_min:
+        raise ValueError(f"--rto-max {args.rto_max}: below --rto-min {args.rto_min}")
     for name in ("timeout", "link_mbps", "rto_min"):
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
@@ -470,7 +472,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
     runs: list[SchemeRun] = []
     rows: list[dict[str, Any]] = []
-    rto = {"minimum": args.rto_min, "initial": max(args.rto_min, 0.3)}
+    rto = {"minimum": args.rto_min, "initial": min(max(args.rto_min, 0.3), args.rto_max), "maximum": args.rto_max}
     per_scheme = sum(s.rounds for s in specs)
     with tqdm(total=len(schemes) * per_scheme, unit="round", disable=args.quiet, file=sys.stderr) as bar:
         for scheme in schemes:
@@ -522,10 +524,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port (e.g. 0.01)")
     ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
                     help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it")
-    ap.add_argument("--window", type=int, default=8, help="fragments awaiting a result per worker (default 8)")
+    ap.add_argument("--window", type=int, default=32,
+                    help="fragments awaiting a result per worker (default 32; selective repeat, so a fragment "
+                         "being recovered holds one slot)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
     ap.add_argument("--rto-min", type=float, default=0.1,
                     help="floor of the hosts' retransmission timeout (s); the estimate adapts above it")
+    ap.add_argument("--rto-max", type=float, default=0.5,
+                    help="ceiling of the hosts' retransmission timeout (s, default 0.5). An aggregate's "
+                         "round-trip includes waiting for the other workers (and their recoveries), which "
+                         "inflates TCP's estimate under loss; the ceiling keeps recovery prompt")
     ap.add_argument("--rounds", type=int, default=1,
                     help="all-reduce rounds per job, each with fresh gradients (training iterations)")
     ap.add_argument("--seed", type=int, default=0)
