@@ -21,6 +21,7 @@ from p4sim.runtime.model import ActionCall, ProgramInfo, TableEntry
 
 import grpc  # noqa: E402
 from google.rpc import code_pb2, status_pb2  # noqa: E402
+from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4runtime_pb2 as pb  # noqa: E402
 from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
 
@@ -32,13 +33,15 @@ class P4RuntimeTargetError(ControlPlaneError):
 class P4RuntimeTarget:
     def __init__(self, address: str, program: Program, *, device_id: int = 1,
                  election_id: tuple[int, int] = (0, 1), push_pipeline: bool = False,
-                 device_config: bytes | None = None, timeout: float = 5.0) -> None:
+                 device_config: bytes | None = None, p4info: p4info_pb2.P4Info | None = None,
+                 timeout: float = 5.0) -> None:
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
         self.timeout = timeout
         self.info: ProgramInfo = program.info
-        self.p4info = build_p4info(program.info)
+        # p4c's own P4Info goes with p4c's device config (bmv2); otherwise p4sim's, same ids
+        self.p4info = p4info if p4info is not None else build_p4info(program.info)
         self.index = P4InfoIndex.build(self.p4info, program.info)
         self._table_ids = {m.name: tid for tid, m in self.index.tables.items()}
         self.channel = grpc.insecure_channel(address)

@@ -15,6 +15,7 @@ from controller.p4runtime_target import P4RuntimeTarget
 from p4sim import load_program
 from p4sim.program import Program
 
+from .bmv2 import Bmv2Build, compile_for_bmv2
 from .net import PROGRAM, EmuNet
 
 _program: Program | None = None
@@ -28,8 +29,11 @@ def program() -> Program:
     return _program
 
 
-def install_ops(grpc_addr: str, device_id: int, ops: list[TableOp]) -> int:
-    with P4RuntimeTarget(grpc_addr, program(), device_id=device_id, timeout=30.0) as target:
+def install_ops(grpc_addr: str, device_id: int, ops: list[TableOp], bmv2: Bmv2Build | None = None) -> int:
+    """Write ``ops`` to one switch; with ``bmv2`` first push p4c's build of the program."""
+    push = {} if bmv2 is None else {"push_pipeline": True, "device_config": bmv2.device_config(),
+                                    "p4info": bmv2.p4info_message()}
+    with P4RuntimeTarget(grpc_addr, program(), device_id=device_id, timeout=30.0, **push) as target:
         return apply_ops(InaTables(target), ops)
 
 
@@ -40,14 +44,16 @@ def install(net: EmuNet, ops: Mapping[str, list[TableOp]], *, workers: int = 4,
     A few switches at a time: each write is a gRPC round trip to a Python server, so
     overlapping them hides latency without starving the switches' packet loops."""
     program()                                     # load before the threads race for it
+    build = compile_for_bmv2(PROGRAM) if net.bmv2 else None
+
     def one(name: str) -> int:
         sw = net.switch(name)
-        n = install_ops(sw.grpc_addr, sw.device_id, list(ops[name]))
+        n = install_ops(sw.grpc_addr, sw.device_id, list(ops[name]), build)
         if progress:
             progress(f"{name}: {n} entries")
         return n
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return sum(pool.map(one, [s for s in ops if ops[s]]))
+    with ThreadPoolExecutor(max_workers=workers) as pool:     # bmv2: every switch needs its pipeline
+        return sum(pool.map(one, [s for s in ops if ops[s] or build is not None]))
 
 
 def install_deployment(net: EmuNet, dep: Deployment, **kw: Any) -> int:

@@ -60,6 +60,8 @@ from mininet.node import Host, Switch  # noqa: E402
 from controller.deploy import HostAddress, host_addresses  # noqa: E402
 from controller.model import Topology  # noqa: E402
 
+from .bmv2 import simple_switch_command  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4src" / "v1model" / "ina.p4"
 READY = "p4sim: serving"
@@ -161,6 +163,36 @@ class P4simSwitch(Switch):
         Switch.stop(self, deleteIntfs)
 
 
+class Bmv2Switch(P4simSwitch):
+    """A Mininet switch node running bmv2's ``simple_switch_grpc`` (emulation/bmv2.py); the
+    program arrives over P4Runtime. No loss, delay or pcap options: those are p4sim's."""
+
+    def __init__(self, name: str, **params: Any) -> None:
+        impair = [params.get(k) for k in ("drop_rate", "delay_ms", "jitter_ms", "pcap_dir")]
+        if any(impair):
+            raise ValueError(f"{name}: bmv2 has no loss, delay or capture options (use the p4sim switch)")
+        super().__init__(name, **params)
+        self.thrift_port = free_tcp_port()
+
+    def command(self) -> list[str]:
+        ports = {p: i.name for p, i in self.intfs.items() if i.name != "lo"}
+        return simple_switch_command(self.device_id, ports, self.grpc_addr, self.thrift_port)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise RuntimeError(f"bmv2 switch {self.name} exited: {self.log_tail()}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.grpc_port)) == 0:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"bmv2 switch {self.name} not serving P4Runtime after {timeout} s: {self.log_tail()}")
+
+
+SWITCH_KINDS: dict[str, type[P4simSwitch]] = {"p4sim": P4simSwitch, "bmv2": Bmv2Switch}
+
+
 def _quiet_intf(name: str, netns_cmd: Any = None) -> None:
     """Offloads off and IPv6 off on an interface (in the root namespace unless ``netns_cmd``,
     a Mininet ``node.cmd``, runs it in a host)."""
@@ -177,7 +209,10 @@ class EmuNet:
     """A Mininet network built from a :class:`controller.model.Topology`."""
 
     def __init__(self, topology: Topology, *, bw_scale: float | None = 5000.0,
-                 log_dir: str | Path | None = None) -> None:
+                 log_dir: str | Path | None = None, switch: str = "p4sim") -> None:
+        if switch not in SWITCH_KINDS:
+            raise ValueError(f"switch kind {switch!r}: choose from {', '.join(SWITCH_KINDS)}")
+        self.switch_cls = SWITCH_KINDS[switch]
         self.topology = topology
         self.bw_scale = bw_scale
         self.log_dir = Path(log_dir) if log_dir else Path("/tmp") / f"ina-emulation-{os.getpid()}"
@@ -204,7 +239,7 @@ class EmuNet:
                       build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
         for s in topo.switches():
-            net.addSwitch(s, cls=P4simSwitch, device_id=topo.nodes[s].switch_id, log_dir=self.log_dir,
+            net.addSwitch(s, cls=self.switch_cls, device_id=topo.nodes[s].switch_id, log_dir=self.log_dir,
                           **self.switch_opts)
         for h in topo.hosts():
             a = self.addresses[h]
@@ -261,6 +296,10 @@ class EmuNet:
         proc = self.host(host).popen(cmd, cwd=str(REPO), **kwargs)
         self.procs.append(proc)
         return proc
+
+    @property
+    def bmv2(self) -> bool:
+        return self.switch_cls is Bmv2Switch
 
     def _lock(self, timeout: float) -> None:
         """Wait (at most ``timeout`` s) until no other EmuNet of this machine is built."""

@@ -42,6 +42,7 @@ from controller.topologies import fat_tree
 from hostlib.protocol import HEADER_LEN, MAX_WORKERS
 
 from .agents import UDP_OVERHEAD
+from .bmv2 import bmv2_unavailable_reason
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
 from .install import install
@@ -233,8 +234,8 @@ class SchemeRun:
 
 def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, loss: float,
                workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
-               rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, log: Callable[[str], None] = print,
-               progress: Callable[[int], None] | None = None) -> SchemeRun:
+               rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
+               log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None) -> SchemeRun:
     """Plan ``scheme`` for ``jobs``, build a fresh Mininet net, install over P4Runtime and run
     every job's rounds (ESA: priorities recomputed per round, ESA §5.4). ``pool``: aggregators
     per switch (small pools make jobs contend: ESA's setting)."""
@@ -248,12 +249,12 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     if scheme == "esa":
         sched = esa_priority_schedule(jobs, {j.name: s.rounds for j, s in zip(jobs, specs)})
         prio = {j.job_id: sched[j.name] for j in jobs}
-    net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs")
-    net.with_switch_options(drop_rate=loss, seed=seed)
+    net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch)
+    net.with_switch_options(**({"drop_rate": loss, "seed": seed} if switch == "p4sim" else {}))
     try:
         t = time.time()
         net.build().start()
-        log(f"[{scheme}] {len(topo.switches())} p4sim switches up in {time.time() - t:.1f} s")
+        log(f"[{scheme}] {len(topo.switches())} {switch} switches up in {time.time() - t:.1f} s")
         t = time.time()
         entries = install(net, fd.ops)
         log(f"[{scheme}] {entries} table entries over P4Runtime in {time.time() - t:.1f} s")
@@ -414,6 +415,12 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
         raise ValueError(f"--k {args.k}: a leaf-spine needs k >= 1")
     if not 0.0 <= args.loss < 1.0:
         raise ValueError(f"--loss {args.loss}: a drop rate in [0, 1)")
+    if args.switch == "bmv2":
+        why = bmv2_unavailable_reason()
+        if why:
+            raise ValueError(why)
+        if args.loss:
+            raise ValueError("--loss needs --switch p4sim (bmv2 has no loss injection)")
     if not 0.0 <= args.programmable <= 1.0:
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
     for name in ("jobs", "workers", "rounds", "window"):
@@ -480,7 +487,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             shown = bar.n
             run = run_scheme(topo, jobs, specs, scheme, loss=args.loss, workdir=out / "runs", bw_scale=bw_scale,
                              window=args.window, seed=args.seed + 1, timeout=args.timeout, rto=rto,
-                             pool=args.pool, log=tqdm.write, progress=bar.update)
+                             pool=args.pool, switch=args.switch, log=tqdm.write, progress=bar.update)
             bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
             runs.append(run)
             rows += summarise(run, specs, args.loss, args.link_mbps)
@@ -504,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog="example: python -m emulation.run fattree --jobs 2 --schemes ps,atp,esa,goat --rounds 5 --mb 0.25")
     ap.add_argument("topology", nargs="?", default="fattree", choices=list(TOPOLOGIES),
                     help="; ".join(f"{n}: {d}" for n, (_, d) in TOPOLOGIES.items()))
+    ap.add_argument("--switch", choices=["p4sim", "bmv2"], default="p4sim",
+                    help="the switch program runner: p4sim (default) or bmv2's simple_switch_grpc with p4c's "
+                         "build of the same program (needs both on PATH; see docker/)")
     ap.add_argument("--k", type=int, default=4, help="fat-tree arity / leaf-spine size (default 4)")
     ap.add_argument("--hosts-per-edge", type=int, default=None,
                     help="hosts under each edge/leaf switch (fattree default k/2; more makes jobs share ToRs)")
