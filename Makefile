@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup lock test bench reproduce run-fattree clean
+.PHONY: setup lock test bench reproduce run-fattree run-training clean
 
 setup:
 	@bash scripts/setup.sh
@@ -34,12 +34,19 @@ reproduce: setup
 	$(PY) -m experiments.aro_study
 
 # End-to-end emulation (root, Mininet): two jobs sharing a k=4 fat-tree of 20 p4sim switches,
-# plain PS vs ATP vs ESA (preemption) vs SwitchML vs GOAT, plans installed over P4Runtime;
+# plain PS vs ATP vs ESA (preemption) vs SwitchML vs GOAT vs ARO vs InArt, plans over P4Runtime;
 # results/fattree/{results.csv,rounds.csv,summary.md,fattree.png}. Other experiments:
 # `python -m emulation.run --help`.
 run-fattree: setup
 	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
-	    --rounds 4 --schemes ps,atp,esa,switchml,goat --out results/fattree
+	    --rounds 4 --schemes ps,atp,esa,switchml,goat,aro,inart --out results/fattree
+
+# Data-parallel training through the switches (root, Mininet): an MLP on scikit-learn's digits,
+# 4 workers on the k=4 fat-tree, torch DDP with the INA hook (every step checked against gloo), then
+# with gloo, same seed (~1 min);
+# results/training/{losses.csv,summary.md,training.png}.
+run-training: setup
+	$(PY) -m emulation.train --verify --out results/training
 
 clean:
 	rm -rf .venv .venv-lock build *.egg-info .pytest_cache

@@ -3,10 +3,10 @@
     python -m emulation.train [--workers 4] [--steps 200] [--topology fattree] [--k 4]
                               [--scheme goat] [--out results/training]
 
-Builds the topology with p4sim switches (emulation.net.EmuNet), plans the job with
-``controller.schemes`` for the gradient size of the model (training.train_digits's MLP),
-deploys the plan (controller.deploy.deploy_plan) and installs it over P4Runtime
-(emulation.install). Then, in the same network: the job's PS (``python -m training.ps``) in
+Builds the topology with p4sim switches (emulation.net.EmuNet), places one job on it and plans
+it for the gradient size of the model (training.train_digits's MLP) as ``emulation.run`` does
+(emulation.experiment.place_jobs, emulation.run.plan_scheme, controller.deploy.deploy_jobs), and
+installs it over P4Runtime (emulation.install). Then, in the same network: the job's PS (``python -m training.ps``) in
 its host and one ``python -m training.train_digits --allreduce ina`` per worker host — DDP with
 the INA communication hook, so every gradient bucket crosses the switches as INA fragments —
 and afterwards the same training with ``--allreduce gloo`` (DDP's own all-reduce, TCP between
@@ -25,19 +25,18 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from controller.deploy import Deployment, deploy_plan, ina_fraction
+from controller.deploy import Deployment, FabricDeployment, deploy_jobs, ina_fraction
 from controller.model import Job, Topology
-from controller.schemes import run_scheme
 from hostlib.protocol import MAX_WORKERS
 from training.allreduce import InaJob
 from training.launch import MODES, machine, merge, read_rows, wait_workers, worker_command, write_report
 from training.train_digits import n_parameters
 
+from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale_for, place_jobs
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
-from .run import fattree_setup
+from .run import DEPLOYABLE, plan_scheme
 
-SCHEMES = ("goat", "atp", "ps")
 GLOO_PORT = 29500
 RTO = {"initial": 0.3, "minimum": 0.05, "maximum": 2.0}
 
@@ -52,17 +51,18 @@ def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
                   ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
 
 
-def setup(workers: int, *, hidden: int = 64, k: int = 4, hosts_per_edge: int | None = None,
-          programmable: float = 0.2, seed: int = 0) -> tuple[Topology, Job]:
-    """emulation.run's fat-tree with one job sized for the model's gradient (fp32)."""
-    mb = n_parameters(hidden) * 4 / 1e6
-    return fattree_setup(k, workers, mb, programmable_fraction=programmable, hosts_per_edge=hosts_per_edge,
-                         seed=seed)
+def setup(workers: int, *, topology: str = "fattree", hidden: int = 64, k: int = 4,
+          hosts_per_edge: int | None = None, programmable: float = 0.2, seed: int = 0) -> tuple[Topology, Job]:
+    """One of emulation.run's topologies with one job sized for the model's gradient (fp32):
+    workers on the first hosts, the PS on the last."""
+    topo = build_topology(topology, k=k, hosts_per_edge=hosts_per_edge, programmable=programmable, seed=seed)
+    return topo, place_jobs(topo, [JobSpec(n_parameters(hidden) * 4 / 1e6, 1)], workers)[0]
 
 
-def plan_and_deploy(topo: Topology, job: Job, scheme: str = "goat", hidden: int = 64) -> Deployment:
-    """The controller's plan for ``scheme``, deployed for the model's gradient length."""
-    return deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=n_parameters(hidden))
+def plan_and_deploy(topo: Topology, job: Job, scheme: str = "goat", hidden: int = 64) -> FabricDeployment:
+    """The controller's plan for ``scheme``, deployed for the model's gradient length (the
+    job's configuration is ``.jobs[0]``, every switch's table operations ``.ops``)."""
+    return deploy_jobs(topo, [job], plan_scheme(scheme, topo, [job]), total_elements={job.name: n_parameters(hidden)})
 
 
 def _wait_file(path: Path, proc: subprocess.Popen, log: Path, timeout: float) -> None:
@@ -131,24 +131,24 @@ def run_mode(net: EmuNet, dep: Deployment, job: InaJob, mode: str, workdir: Path
 
 def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", steps: int = 200,
                  modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0, hidden: int = 64,
-                 link_mbps: float = 20.0, timeout: float = 900.0, log: Callable[[str], None] = print,
+                 link_mbps: float = LINK_MBPS, timeout: float = 900.0, log: Callable[[str], None] = print,
                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Plan, deploy, build the net, install, then train once per mode in it. Returns per mode
     :func:`run_mode`'s result, plus the deployment."""
-    dep = plan_and_deploy(topo, job, scheme, hidden)
+    fd = plan_and_deploy(topo, job, scheme, hidden)
+    dep = fd.jobs[0]
     spec = ina_job(dep)
     log(f"[{scheme}] {len(dep.workers)} workers {', '.join(dep.workers)}, PS {dep.ps}; gradient "
         f"{n_parameters(hidden)} values in sub-models {dep.submodel_sizes}; aggregation nodes: "
         + (", ".join(f"{n} ({dep.levels[n]})" for n in dep.ina_switches) or "none (the PS aggregates)"))
-    fastest = max(l.capacity_gbps for l in topo.links)
-    net = EmuNet(topo, bw_scale=fastest * 1000.0 / link_mbps, log_dir=out / "logs")
+    net = EmuNet(topo, bw_scale=bw_scale_for(topo, link_mbps), log_dir=out / "logs")
     results: dict[str, Any] = {"deployment": dep}
     try:
         t = time.time()
         net.build().start()
         log(f"{len(topo.switches())} p4sim switches up in {time.time() - t:.1f} s")
         t = time.time()
-        entries = install(net, dep.ops)
+        entries = install(net, fd.ops)
         log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
         extra = ["--hidden", str(hidden), "--timeout", "120"]
         for mode in modes:
@@ -165,16 +165,15 @@ def fragments_sent(res: dict[str, Any]) -> int:
     return sum(w["sent"] for w in res.get("workers", []))
 
 
-def check_args(args: argparse.Namespace) -> list[str]:
-    """The modes to run; ValueError (one line) for arguments that cannot work."""
-    if args.k < 2 or args.k % 2:
+def check_args(args: argparse.Namespace) -> tuple[list[str], Topology, Job]:
+    """The modes, topology and job; ValueError (one line) for arguments that cannot work,
+    before any network is built."""
+    if args.topology == "fattree" and (args.k < 2 or args.k % 2):
         raise ValueError(f"--k {args.k}: a fat-tree needs an even k >= 2")
+    if args.topology == "leaf-spine" and args.k < 1:
+        raise ValueError(f"--k {args.k}: a leaf-spine needs k >= 1")
     if not 1 <= args.workers <= MAX_WORKERS:
         raise ValueError(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
-    hosts = (args.k ** 3 // 4) if args.hosts_per_edge is None else args.k * args.k // 2 * args.hosts_per_edge
-    if args.workers + 1 > hosts:
-        raise ValueError(f"--workers {args.workers}: a k={args.k} fat-tree has {hosts} hosts, the job needs "
-                         f"{args.workers} + 1 (the PS)")
     if args.hosts_per_edge is not None and args.hosts_per_edge < 1:
         raise ValueError(f"--hosts-per-edge {args.hosts_per_edge}: must be at least 1")
     for name in ("steps", "hidden"):
@@ -182,12 +181,15 @@ def check_args(args: argparse.Namespace) -> list[str]:
             raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
     if not 0.0 <= args.programmable <= 1.0:
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
-    if args.link_mbps <= 0:
-        raise ValueError(f"--link-mbps {args.link_mbps}: must be positive")
+    for name in ("link_mbps", "timeout"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES for m in modes):
         raise ValueError(f"--modes {args.modes!r}: a comma list of {', '.join(MODES)}")
-    return modes
+    topo, job = setup(args.workers, topology=args.topology, hidden=args.hidden, k=args.k,
+                      hosts_per_edge=args.hosts_per_edge, programmable=args.programmable, seed=args.seed)
+    return modes, topo, job
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,27 +202,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog="example: python -m emulation.train --workers 4 --steps 200 --out results/training")
     ap.add_argument("--workers", type=int, default=4, help="training workers (default 4)")
     ap.add_argument("--steps", type=int, default=200, help="training steps per mode (default 200)")
-    ap.add_argument("--topology", default="fattree", choices=["fattree"],
-                    help="fattree: emulation.run's k-ary fat-tree, workers on the first hosts, the PS on the last")
-    ap.add_argument("--k", type=int, default=4, help="fat-tree arity (default 4: 20 switches)")
-    ap.add_argument("--hosts-per-edge", type=int, default=None, help="hosts under each edge switch (default k/2)")
-    ap.add_argument("--programmable", type=float, default=0.2, help="fraction of programmable switches (default 0.2)")
-    ap.add_argument("--scheme", default="goat", choices=SCHEMES,
-                    help="aggregation plan: goat (switches chosen by GOAT), atp (workers' ToRs), ps (no switch)")
+    ap.add_argument("--topology", default="fattree", choices=list(TOPOLOGIES),
+                    help="; ".join(f"{n}: {d}" for n, (_, d) in TOPOLOGIES.items())
+                    + " (workers on the first hosts, the PS on the last)")
+    ap.add_argument("--k", type=int, default=4, help="fat-tree arity / leaf-spine size (default 4)")
+    ap.add_argument("--hosts-per-edge", type=int, default=None, help="hosts under each edge/leaf switch")
+    ap.add_argument("--programmable", type=float, default=0.2,
+                    help="fraction of programmable switches (fattree, leaf-spine; default 0.2)")
+    ap.add_argument("--scheme", default="goat", choices=list(DEPLOYABLE),
+                    help="aggregation plan (controller.schemes), e.g. goat, atp, esa, inart; ps: no switch aggregates")
     ap.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo (default both, in that order)")
     ap.add_argument("--verify", action="store_true",
                     help="INA: also average every step's gradients with gloo and check the INA mean against it "
                          "(adds gloo traffic; the reported step time leaves the check out)")
     ap.add_argument("--hidden", type=int, default=64, help="hidden units of the MLP (default 64: 4810 parameters)")
-    ap.add_argument("--link-mbps", type=float, default=20.0,
-                    help="rate of the fastest link in Mb/s (default 20, as emulation.run); others scale with it")
+    ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
+                    help=f"rate of the fastest link in Mb/s (default {LINK_MBPS:g}, as emulation.run); others scale "
+                         "with it")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=900.0, help="limit for each mode's run (s)")
     ap.add_argument("--out", default="results/training", help="output folder (default results/training)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     try:
-        modes = check_args(args)
+        modes, topo, job = check_args(args)
     except ValueError as e:
         ap.error(str(e))
     why = mininet_unavailable_reason()
@@ -230,8 +235,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.chdir(Path(__file__).resolve().parent.parent)    # processes run `-m training...` from the repo
     from tqdm import tqdm
     out = Path(args.out)
-    topo, job = setup(args.workers, hidden=args.hidden, k=args.k, hosts_per_edge=args.hosts_per_edge,
-                      programmable=args.programmable, seed=args.seed)
     print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
           f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
     with tqdm(total=args.steps * len(modes), unit="step", disable=args.quiet, file=sys.stderr) as bar:
@@ -248,8 +251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         frags = fragments_sent(res["ina"])
         frac = ina_fraction(res["ina"]["ps"].get("received", {}), frags)
         resent = sum(w["resent"] for w in res["ina"]["workers"])
+        ws = res["ina"]["workers"]
+        per_call = sum(w["seconds"] for w in ws) / max(1, sum(w["calls"] for w in ws))
+        scale = sum(w["scale_seconds"] for w in ws) / max(1, sum(w["calls"] for w in ws))
         setup_line += (f" INA: {frags} fragments sent by the workers, {frac:.1%} aggregated in the switches, "
-                       f"{resent} retransmitted.")
+                       f"{resent} retransmitted; an all-reduce (one DDP bucket) took {per_call * 1e3:.1f} ms on "
+                       f"average, {scale * 1e3:.1f} ms of it the scale round.")
     s = write_report(out, rows, title=f"digits MLP, {args.workers} workers, {topo.name}, {args.scheme}",
                      setup=setup_line)
     print((out / "summary.md").read_text())

@@ -177,6 +177,7 @@ class AllReduceStats:
     sent: int = 0                 # fragments sent (first copies, all rounds)
     resent: int = 0               # fragments retransmitted (all rounds)
     seconds: float = 0.0          # wall time inside allreduce()
+    scale_seconds: float = 0.0    # of which in scale rounds
 
 
 class InaAllReduce:
@@ -223,7 +224,9 @@ class InaAllReduce:
 
     def _allreduce(self, v: np.ndarray) -> np.ndarray:
         n = self.n_workers
+        t = time.monotonic()
         counts = self._round(self._histogram(v), 0)
+        self.stats.scale_seconds += time.monotonic() - t
         if counts[-1] > 0:
             raise GradientRangeError(f"{int(counts[-1])} of {n} workers have non-finite values or magnitudes "
                                      f">= 2^{EXP_MAX}: nothing to aggregate in fixed point")

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 MODES = ("ina", "gloo")
 PNG = "training.png"
 
@@ -105,6 +107,8 @@ def merge(per_rank: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]]) -> list
             row["scale_bits_ina"] = min(r[i]["scale_bits"] for r in per_rank["ina"])
         if "ina" in per_rank and "gloo" in per_rank:
             row["loss_diff"] = abs(row["loss_ina"] - row["loss_gloo"])
+            # in units of the float32 spacing at the loss: 0 = same float, 1 = neighbouring floats
+            row["loss_diff_ulps"] = row["loss_diff"] / float(np.spacing(np.float32(row["loss_gloo"])))
         rows.append(row)
     return rows
 
@@ -123,6 +127,8 @@ def summary(rows: Sequence[Mapping[str, Any]], *, skip: int = 1) -> dict[str, An
             out[f"{mode}_final_loss"] = rows[-1][f"loss_{mode}"]
     if rows and "loss_diff" in rows[0]:
         out["max_loss_diff"] = max(r["loss_diff"] for r in rows)
+        out["max_loss_diff_ulps"] = max(r["loss_diff_ulps"] for r in rows)
+        out["equal_loss_steps"] = sum(r["loss_diff"] == 0 for r in rows)
     if rows and "grad_ratio_ina" in rows[0]:
         out["max_grad_ratio"] = max(r["grad_ratio_ina"] for r in rows)
         out["max_grad_diff"] = max(r["grad_max_diff_ina"] for r in rows)
@@ -148,7 +154,9 @@ def write_report(out: Path, rows: Sequence[Mapping[str, Any]], *, title: str, se
               f"| loss at step 0 | {cell('ina_first_loss', '.5f')} | {cell('gloo_first_loss', '.5f')} |",
               f"| loss at the last step | {cell('ina_final_loss', '.5f')} | {cell('gloo_final_loss', '.5f')} |", ""]
     if "max_loss_diff" in s:
-        lines.append(f"max |loss_ina - loss_gloo| over {s['steps']} steps: {s['max_loss_diff']:.3g}")
+        lines.append(f"max |loss_ina - loss_gloo| over {s['steps']} steps: {s['max_loss_diff']:.3g} "
+                     f"({s['max_loss_diff_ulps']:.3g} float32 spacings of the loss; identical floats at "
+                     f"{s['equal_loss_steps']} of {s['steps']} steps)")
     if "max_grad_ratio" in s:
         lines.append(f"gradient check (every step, every rank: INA mean vs gloo's mean of the same local "
                      f"gradients): max |diff| {s['max_grad_diff']:.3g}, at most {s['max_grad_ratio']:.3g} × "
@@ -174,10 +182,9 @@ def _plot(path: Path, rows: Sequence[Mapping[str, Any]], title: str) -> None:
     axes[0].set(title="training loss (all digits)", xlabel="step", yscale="log")
     axes[0].legend()
     if "loss_diff" in rows[0]:
-        # mostly exact zeros or one float32 rounding step of the loss: points on a linear axis
-        axes[1].plot(steps, [r["loss_diff"] for r in rows], ".", color="C2", markersize=3)
-        axes[1].set(title="|loss INA − loss gloo|", xlabel="step")
-        axes[1].ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
+        # in float32 spacings of the loss: the curves differ by whole rounding steps, if at all
+        axes[1].plot(steps, [r["loss_diff_ulps"] for r in rows], ".", color="C2", markersize=3)
+        axes[1].set(title="|loss INA − loss gloo| in float32 ulps of the loss", xlabel="step")
     else:
         axes[1].set_visible(False)
     axes[2].set(title="time per iteration (s)", xlabel="step")

@@ -27,7 +27,8 @@ STEPS = 3
 
 def test_two_workers_train_through_p4sim_switches_like_gloo(tmp_path: Path) -> None:
     topo, job = setup(2, k=2, hosts_per_edge=2, programmable=1.0)
-    dep = plan_and_deploy(topo, job, "goat")
+    fd = plan_and_deploy(topo, job, "goat")
+    dep = fd.jobs[0]
     assert dep.ina_switches, "GOAT placed no sub-model on a switch"
     net = EmuNet(topo, bw_scale=5000, log_dir=tmp_path / "logs")
     try:
@@ -36,7 +37,7 @@ def test_two_workers_train_through_p4sim_switches_like_gloo(tmp_path: Path) -> N
         except Exception as e:                       # Mininet itself cannot create the net here
             pytest.skip(f"Mininet cannot build a network: {e}")
         net.start(timeout=60)
-        assert install(net, dep.ops) > 0
+        assert install(net, fd.ops) > 0
         spec = ina_job(dep)
         extra = ["--timeout", "60"]
         ina = run_mode(net, dep, spec, "ina", tmp_path / "runs", steps=STEPS, verify=True, timeout=80, extra=extra)
