@@ -158,7 +158,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
             "done": len(rounds) == cfg.get("rounds", 1) and all(r["done"] for r in rounds),
             "exact": bool(rounds) and all(r["exact"] for r in rounds), "seconds": seconds,
             "start_lag": start - t0, "fragments": sum(-(-n // lanes) for n in sizes), "rounds": rounds,
-            **total, **tr.counts}
+            **total, **tr.counts, "send_dropped": tr.send_dropped}
 
 
 def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +181,8 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
     st = ps.stats
     return {"role": "ps", "host": cfg["host"], "received": dict(st.received), "results_sent": st.results_sent,
             "results_resent": st.results_resent, "reminders": st.reminders, "queries": st.queries,
-            "completed": st.completed, "incomplete": len(ps.incomplete()), **tr.counts}
+            "completed": st.completed, "incomplete": len(ps.incomplete()), **tr.counts,
+            "send_dropped": tr.send_dropped}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -136,11 +136,22 @@ class UdpTransport:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((ip, port))
         self.sock.setblocking(False)
+        self.send_dropped = 0            # datagrams the full socket buffer did not take
 
     def send(self, frame: bytes) -> None:
         pkt = parse_frame(frame, self.lanes)
         payload = frame[14 + 20 + 8:14 + 20 + 8 + HEADER_LEN + 4 * self.lanes]
-        self.sock.sendto(payload, (pkt.dst_ip, self.dst_port))
+        addr = (pkt.dst_ip, self.dst_port)
+        try:
+            self.sock.sendto(payload, addr)
+        except BlockingIOError:
+            # a burst (results, retransmissions) filled the socket buffer: wait briefly for room;
+            # one that still does not fit is lost like a network drop, which the protocol repairs
+            select.select([], [self.sock], [], 0.05)
+            try:
+                self.sock.sendto(payload, addr)
+            except BlockingIOError:
+                self.send_dropped += 1
 
     def recv(self, timeout: float) -> bytes | None:
         r, _, _ = select.select([self.sock], [], [], max(0.0, timeout))

@@ -259,3 +259,43 @@ def test_ps_keeps_jobs_apart_and_saturates() -> None:
     assert all(p.header.flags == Flags.RESULT | Flags.OVERFLOW and p.header.bitmap == 0b11 for p in pkts)
     assert all(np.all(p.lanes == 2**31 - 1) for p in pkts)
     assert ps.result(5, 0, 0) is None and ps.incomplete() == [(5, 0, 0, 0)]      # (job, round, sub, frag)
+
+
+def test_udp_send_into_a_full_socket_buffer_waits_then_counts_a_drop_instead_of_raising() -> None:
+    """A PS answering a burst can fill its non-blocking socket's send buffer; sendto then raised
+    EAGAIN and killed the agent (seen in the emulation at 1 % loss, window 32). Now it waits for
+    room and retries once; a datagram that still does not fit is dropped and counted, and the
+    protocol repairs it like any loss. (A kernel buffer cannot be made full on demand, so the
+    socket refuses the first sends itself.)"""
+    import socket as socketlib
+
+    from hostlib.drivers import UdpTransport
+    from hostlib.protocol import InaHeader, build_frame
+
+    class FullThenFree(socketlib.socket):
+        refusals = 0
+
+        def sendto(self, data, addr):  # type: ignore[override]
+            if self.refusals:
+                self.refusals -= 1
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+            return super().sendto(data, addr)
+
+    rx = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    rx.settimeout(2)
+    tx = UdpTransport("127.0.0.1", port=0, lanes=64, dst_port=rx.getsockname()[1])
+    tx.sock.close()
+    tx.sock = FullThenFree(socketlib.AF_INET, socketlib.SOCK_DGRAM)
+    tx.sock.setblocking(False)
+    frame = build_frame(InaHeader(1, 0, 0, 7, 0, 1), [0] * 64, src_ip="127.0.0.1", dst_ip="127.0.0.1")
+    try:
+        tx.sock.refusals = 1                 # full once: the retry gets through
+        tx.send(frame)
+        assert InaHeader.unpack(rx.recv(2048)).fragment_id == 7 and tx.send_dropped == 0
+        tx.sock.refusals = 2                 # still full after the wait: dropped, counted
+        tx.send(frame)
+        assert tx.send_dropped == 1
+    finally:
+        tx.close()
+        rx.close()
