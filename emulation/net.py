@@ -128,8 +128,15 @@ class P4simSwitch(Switch):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
+        retries = 3
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
+                # the free port we picked was taken before the switch bound it: pick another
+                if retries and "cannot listen" in self.log_tail():
+                    retries -= 1
+                    self.grpc_port = free_tcp_port()
+                    self.start()
+                    continue
                 raise RuntimeError(f"p4sim switch {self.name} exited: {self.log_tail()}")
             if READY in self.log_path.read_text(errors="replace"):
                 return

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
-from .protocol import HEADER_LEN, INA_UDP_PORT, InaHeader, ProtocolError, build_frame, lanes_from_bytes, parse_frame
+from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix
 
 
 class Agent(Protocol):
@@ -126,22 +126,45 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
 class UdpTransport:
     """An agent's frames over a UDP socket bound to (ip, 47100).
 
-    Outgoing frames are parsed for their destination IP and INA payload; incoming datagrams are
-    wrapped back into frames (source from ``recvfrom``, destination = our address) so the agents
-    see the same bytes as on the fabric.
+    Outgoing frames are cut down to their INA payload and sent to their destination IP;
+    incoming datagrams are wrapped back into frames (source from ``recvfrom``, destination = our
+    address) so the agents see the same bytes as on the fabric.
+
+    ``send``/``recv`` move one frame; ``send_many``/``recv_many`` (what :func:`run_udp` uses)
+    move everything one wake-up has: ``recv_many`` waits once, then drains the socket without
+    blocking until it is empty, so a busy agent pays one ``select`` per batch, not per frame.
     """
 
-    def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT) -> None:
-        self.ip, self.port, self.lanes, self.dst_port = ip, port, lanes, dst_port
+    def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
+                 batch: int = 256, buffer_bytes: int = 4 << 20) -> None:
+        self.ip, self.port, self.lanes, self.dst_port, self.batch = ip, port, lanes, dst_port, batch
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            try:
+                # a window of fragments from every worker can land at once; the kernel caps this
+                # at net.core.[rw]mem_max
+                self.sock.setsockopt(socket.SOL_SOCKET, opt, buffer_bytes)
+            except OSError:
+                pass
         self.sock.bind((ip, port))
         self.sock.setblocking(False)
         self.send_dropped = 0            # datagrams the full socket buffer did not take
+        self._payload_len = HEADER_LEN + 4 * lanes
+        # datagrams longer than an INA payload are cut here: only the first _payload_len bytes
+        # are ever read, and a small buffer keeps recvfrom from allocating 64 kB per datagram
+        self._bufsize = self._payload_len + 64
+        self._prefixes: dict[tuple[str, int], bytes] = {}     # (source IP, port) -> frame headers
+        self._dst: dict[bytes, tuple[str, int]] = {}          # destination IPv4 bytes -> address
 
+    # ------------------------------------------------------------------ sending
     def send(self, frame: bytes) -> None:
-        pkt = parse_frame(frame, self.lanes)
-        payload = frame[14 + 20 + 8:14 + 20 + 8 + HEADER_LEN + 4 * self.lanes]
-        addr = (pkt.dst_ip, self.dst_port)
+        end = ETH_IP_UDP_LEN + self._payload_len
+        if len(frame) < end or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
+            raise ProtocolError("not an option-less IPv4 frame long enough for INA")
+        addr = self._dst.get(frame[30:34])
+        if addr is None:
+            addr = self._dst[frame[30:34]] = (socket.inet_ntoa(frame[30:34]), self.dst_port)
+        payload = frame[ETH_IP_UDP_LEN:end]
         try:
             self.sock.sendto(payload, addr)
         except BlockingIOError:
@@ -153,42 +176,119 @@ class UdpTransport:
             except BlockingIOError:
                 self.send_dropped += 1
 
+    def send_many(self, frames: Iterable[bytes]) -> None:
+        for f in frames:
+            self.send(f)
+
+    # ------------------------------------------------------------------ receiving
     def recv(self, timeout: float) -> bytes | None:
         r, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
         if not r:
             return None
-        data, (src_ip, src_port) = self.sock.recvfrom(65535)
         try:
-            header = InaHeader.unpack(data)
-            lanes = lanes_from_bytes(data[HEADER_LEN:], self.lanes)
-        except ProtocolError:
+            data, (src_ip, src_port) = self.sock.recvfrom(self._bufsize)
+        except BlockingIOError:
+            return None
+        return self._frame(data, src_ip, src_port)
+
+    def recv_many(self, timeout: float, max_frames: int | None = None) -> list[bytes]:
+        """Every frame that arrives within ``timeout`` seconds of waiting, up to ``max_frames``
+        (default ``batch``): returns as soon as the socket is empty after at least one arrived."""
+        limit = self.batch if max_frames is None else max_frames
+        out: list[bytes] = []
+        got = self._drain(out, limit)
+        if not got and timeout > 0:
+            r, _, _ = select.select([self.sock], [], [], timeout)
+            if r:
+                self._drain(out, limit)
+        return out
+
+    def _drain(self, out: list[bytes], limit: int) -> int:
+        """Read datagrams without blocking until the socket is empty or ``limit`` are read;
+        append the INA ones to ``out`` as frames. Returns how many datagrams were read."""
+        recvfrom, bufsize, n = self.sock.recvfrom, self._bufsize, 0
+        while n < limit:
+            try:
+                data, (src_ip, src_port) = recvfrom(bufsize)
+            except BlockingIOError:
+                break
+            n += 1
+            f = self._frame(data, src_ip, src_port)
+            if f is not None:
+                out.append(f)
+        return n
+
+    def _frame(self, data: bytes, src_ip: str, src_port: int) -> bytes | None:
+        need = self._payload_len
+        if len(data) < need or data[0] >> 4 != INA_VERSION:
             return None                  # not INA: ignore
-        return build_frame(header, lanes, src_ip=src_ip, dst_ip=self.ip, src_port=src_port)
+        if len(data) != need or data[0] & 0x0F:
+            # the frame carries exactly K lanes and a zero reserved nibble, as build_frame writes it
+            data = bytes([data[0] & 0xF0]) + data[1:need]
+        prefix = self._prefixes.get((src_ip, src_port))
+        if prefix is None:
+            prefix = self._prefixes[(src_ip, src_port)] = frame_prefix(src_ip, self.ip, 0, 0, src_port, 64, need)
+        return prefix + data
 
     def close(self) -> None:
         self.sock.close()
 
 
+def _batched_io(transport: Any) -> tuple[Callable[[float], list[bytes]], Callable[[list[bytes]], None]]:
+    """The transport's batch calls, unless a subclass overrode ``recv``/``send`` without their
+    batch forms (e.g. to count frames): then every frame goes through those overrides."""
+    cls = type(transport)
+
+    def overridden(single: str, many: str) -> bool:
+        return (getattr(cls, many, None) is None
+                or (getattr(cls, single, None) is not getattr(UdpTransport, single)
+                    and getattr(cls, many) is getattr(UdpTransport, many)))
+
+    if overridden("recv", "recv_many"):
+        def recv_many(timeout: float) -> list[bytes]:
+            f = transport.recv(timeout)
+            return [] if f is None else [f]
+    else:
+        recv_many = transport.recv_many
+    if overridden("send", "send_many"):
+        def send_many(frames: list[bytes]) -> None:
+            for f in frames:
+                transport.send(f)
+    else:
+        send_many = transport.send_many
+    return recv_many, send_many
+
+
 def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callable[[], bool] | None = None,
             clock: Callable[[], float] = time.monotonic) -> bool:
     """Drive ``agent`` in real time until ``stop()`` (default: the agent's ``done()``) or
-    ``timeout`` seconds. Returns whether it stopped because ``stop()`` became true."""
+    ``timeout`` seconds. Returns whether it stopped because ``stop()`` became true.
+
+    Each wake-up takes every frame waiting on the socket, hands them to the agent
+    (``on_frames`` where it has one), checks the timer once and sends all replies."""
     stop = stop or getattr(agent, "done")
+    recv_many, send_many = _batched_io(transport)
+    on_frames = getattr(agent, "on_frames", None)
+    if on_frames is None:
+        def on_frames(frames: list[bytes], now: float) -> list[bytes]:
+            out: list[bytes] = []
+            for f in frames:
+                out += agent.on_frame(f, now)
+            return out
     t0 = clock()
-    for f in agent.start(0.0):
-        transport.send(f)
+    send_many(agent.start(0.0))
     while not stop():
         now = clock() - t0
         if now > timeout:
             return False
         d = agent.next_deadline()
         wait = min(timeout - now, 0.05) if d is None else min(max(0.0, d - now), timeout - now, 0.05)
-        frame = transport.recv(wait)
+        frames = recv_many(wait)
         now = clock() - t0
-        out = agent.on_frame(frame, now) if frame is not None else []
+        out = on_frames(frames, now) if frames else []
         d = agent.next_deadline()
         if d is not None and d <= now:
             out += agent.on_timer(now)
-        for f in out:
-            transport.send(f)
+        if out:
+            send_many(out)
     return True

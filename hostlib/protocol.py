@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 from enum import IntFlag
+from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 
@@ -61,6 +63,14 @@ class InaHeader:
                    1 << worker_id, flags, round)
 
     def pack(self) -> bytes:
+        try:
+            # struct range-checks every field itself: the slow per-field check below only runs
+            # to say which field failed
+            return _HDR.pack((self.version << 4), int(self.flags), self.job_id, self.node_id, self.submodel_id,
+                             self.fragment_id, self.worker_id, self.fan_in, self.count, self.priority, self.bitmap,
+                             self.round)
+        except struct.error:
+            pass
         for name, bits in (("job_id", 16), ("node_id", 16), ("submodel_id", 16), ("fragment_id", 32),
                            ("worker_id", 8), ("fan_in", 8), ("count", 8), ("priority", 8), ("bitmap", 32), ("round", ROUND_BITS)):
             v = getattr(self, name)
@@ -84,6 +94,18 @@ class InaHeader:
 
     def with_(self, **changes) -> "InaHeader":
         return replace(self, **changes)
+
+
+def pack_header(job_id: int, node_id: int, submodel_id: int, fragment_id: int, worker_id: int, fan_in: int,
+                count: int = 1, priority: int = 0, bitmap: int = 0, flags: int = 0, round: int = 0) -> bytes:
+    """The 24 header bytes of ``InaHeader(...).pack()`` without building the object (agents'
+    hot path); the same ProtocolError for a field out of range."""
+    try:
+        return _HDR.pack(INA_VERSION << 4, int(flags), job_id, node_id, submodel_id, fragment_id, worker_id,
+                         fan_in, count, priority, bitmap, round)
+    except struct.error:
+        return InaHeader(job_id, node_id, submodel_id, fragment_id, worker_id, fan_in, count, priority, bitmap,
+                         Flags(flags), round).pack()
 
 
 # ---------------------------------------------------------------------- fixed point
@@ -125,6 +147,9 @@ def lanes_from_bytes(data: bytes, lanes: int = DEFAULT_LANES) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- whole frames
+ETH_IP_UDP_LEN = 14 + 20 + 8        # the frames hostlib builds have an option-less IPv4 header
+
+
 def _csum16(data: bytes) -> int:
     if len(data) % 2:
         data += b"\0"
@@ -147,6 +172,63 @@ def mac_to_bytes(mac: str | int) -> bytes:
     if isinstance(mac, int):
         return mac.to_bytes(6, "big")
     return bytes(int(x, 16) for x in mac.split(":"))
+
+
+@lru_cache(maxsize=4096)
+def frame_prefix(src_ip: str, dst_ip: str, src_mac: str | int = 0, dst_mac: str | int = 0,
+                 src_port: int = INA_UDP_PORT, ttl: int = 64, payload_len: int = HEADER_LEN + 4 * DEFAULT_LANES
+                 ) -> bytes:
+    """The Ethernet/IPv4/UDP headers (42 bytes) of a frame with ``payload_len`` bytes of INA
+    header and lanes: UDP checksum 0, IPv4 checksum computed.
+
+    Cached: an agent talks to a handful of addresses with one payload size, so every frame
+    after the first costs one dictionary lookup here instead of packing and summing."""
+    udp = struct.pack("!HHHH", src_port, INA_UDP_PORT, 8 + payload_len, 0)
+    ip_hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + payload_len, 0, 0, ttl, 17, 0,
+                         ip_to_int(src_ip).to_bytes(4, "big"), ip_to_int(dst_ip).to_bytes(4, "big"))
+    ip_hdr = ip_hdr[:10] + struct.pack("!H", _csum16(ip_hdr)) + ip_hdr[12:]
+    return mac_to_bytes(dst_mac) + mac_to_bytes(src_mac) + b"\x08\x00" + ip_hdr + udp
+
+
+def build_frame(header: InaHeader, lanes: np.ndarray, *, src_ip: str, dst_ip: str,
+                src_mac: str | int = 0, dst_mac: str | int = 0, src_port: int = INA_UDP_PORT,
+                ttl: int = 64) -> bytes:
+    """Ethernet/IPv4/UDP/INA/lanes frame (UDP checksum 0, IPv4 checksum computed)."""
+    payload = header.pack() + lanes_to_bytes(lanes)
+    return frame_prefix(src_ip, dst_ip, src_mac, dst_mac, src_port, ttl, len(payload)) + payload
+
+
+def frame_fields(frame: bytes, lanes: int = DEFAULT_LANES) -> tuple[int, ...]:
+    """The INA header of a frame as plain ints, without building objects (the agents' hot path):
+    ``(flags, job_id, node_id, submodel_id, fragment_id, worker_id, fan_in, count, priority,
+    bitmap, round, lanes_offset)``, where ``lanes_offset`` is the byte offset of lane 0.
+
+    Raises ProtocolError exactly where :func:`parse_frame` does."""
+    if len(frame) < 14 + 20 + 8 + HEADER_LEN or frame[12:14] != b"\x08\x00":
+        raise ProtocolError("not an IPv4 frame long enough for INA")
+    if frame[14 + 9] != 17:
+        raise ProtocolError("not UDP")
+    udp_off = 14 + (frame[14] & 0x0F) * 4
+    dport = int.from_bytes(frame[udp_off + 2:udp_off + 4], "big")
+    if dport != INA_UDP_PORT:
+        raise ProtocolError(f"UDP destination port {dport} is not INA's {INA_UDP_PORT}")
+    off = udp_off + 8
+    if len(frame) - off < HEADER_LEN:
+        raise ProtocolError(f"INA header needs {HEADER_LEN} bytes, got {max(0, len(frame) - off)}")
+    vb, *fields = _HDR.unpack_from(frame, off)
+    if vb >> 4 != INA_VERSION:
+        raise ProtocolError(f"INA version {vb >> 4}, this host speaks {INA_VERSION}")
+    have = len(frame) - off - HEADER_LEN
+    if have < 4 * lanes:
+        raise ProtocolError(f"payload has {max(0, have)} bytes, {lanes} lanes need {4 * lanes}")
+    fields.append(off + HEADER_LEN)
+    return tuple(fields)
+
+
+def frame_lanes(frame: bytes, offset: int, lanes: int = DEFAULT_LANES) -> np.ndarray:
+    """The lanes of a frame as a read-only big-endian int32 view (no copy); ``offset`` from
+    :func:`frame_fields`. Numpy converts on arithmetic or assignment into native arrays."""
+    return np.frombuffer(frame, dtype=">i4", count=lanes, offset=offset)
 
 
 @dataclass(frozen=True)
@@ -177,16 +259,148 @@ def build_frame(header: InaHeader, lanes: np.ndarray, *, src_ip: str, dst_ip: st
 
 def parse_frame(frame: bytes, lanes: int = DEFAULT_LANES) -> InaPacket:
     """Decode an Ethernet/IPv4/UDP/INA frame; ProtocolError if it is not one."""
-    if len(frame) < 14 + 20 + 8 + HEADER_LEN or frame[12:14] != b"\x08\x00":
-        raise ProtocolError("not an IPv4 frame long enough for INA")
-    ihl = (frame[14] & 0x0F) * 4
-    if frame[14 + 9] != 17:
-        raise ProtocolError("not UDP")
-    udp_off = 14 + ihl
-    sport, dport = struct.unpack_from("!HH", frame, udp_off)
-    if dport != INA_UDP_PORT:
-        raise ProtocolError(f"UDP destination port {dport} is not INA's {INA_UDP_PORT}")
-    h = InaHeader.unpack(frame[udp_off + 8:])
-    vals = lanes_from_bytes(frame[udp_off + 8 + HEADER_LEN:], lanes)
-    return InaPacket(h, vals, int_to_ip(int.from_bytes(frame[26:30], "big")),
+    (flags, job, node, sub, frag, worker, fan_in, count, prio, bitmap, rnd, off) = frame_fields(frame, lanes)
+    h = InaHeader(job, node, sub, frag, worker, fan_in, count, prio, bitmap, Flags(flags), rnd, INA_VERSION)
+    sport = int.from_bytes(frame[off - HEADER_LEN - 8:off - HEADER_LEN - 6], "big")
+    return InaPacket(h, frame_lanes(frame, off, lanes).astype(np.int32),
+                     int_to_ip(int.from_bytes(frame[26:30], "big")),
                      int_to_ip(int.from_bytes(frame[30:34], "big")), frame[6:12], frame[0:6], sport, frame[22])
+
+
+# ---------------------------------------------------------------------- batches
+# One INA header as a numpy record: the wire layout, big-endian, 24 bytes (docs/protocol.md).
+# ``vb`` is version << 4 (the low nibble is reserved, zero).
+HEADER_DTYPE = np.dtype([("vb", "u1"), ("flags", "u1"), ("job_id", ">u2"), ("node_id", ">u2"),
+                         ("submodel_id", ">u2"), ("fragment_id", ">u4"), ("worker_id", "u1"), ("fan_in", "u1"),
+                         ("count", "u1"), ("priority", "u1"), ("bitmap", ">u4"), ("round", ">u4")])
+assert HEADER_DTYPE.itemsize == HEADER_LEN
+_FIELD_BITS = {"flags": 8, "job_id": 16, "node_id": 16, "submodel_id": 16, "fragment_id": 32, "worker_id": 8,
+               "fan_in": 8, "count": 8, "priority": 8, "bitmap": 32, "round": ROUND_BITS}
+
+
+def fragment_layout(submodel_sizes: Sequence[int], lanes: int = DEFAULT_LANES
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """How :meth:`hostlib.worker.Worker.push` cuts a gradient: every sub-model starts a new
+    fragment of ``lanes`` values, its last one possibly short. Returns, per fragment in wire
+    order, ``(submodel_id, fragment_id, start, stop)`` (int64 arrays; start/stop index the flat
+    gradient). Empty sub-models have no fragments."""
+    sizes = np.asarray(submodel_sizes, dtype=np.int64).reshape(-1)
+    counts = -(-sizes // lanes)
+    sub = np.repeat(np.arange(sizes.size, dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts                 # first fragment index of each sub-model
+    frag = np.arange(sub.size, dtype=np.int64) - first[sub]
+    offsets = np.cumsum(sizes) - sizes
+    start = offsets[sub] + frag * lanes
+    stop = np.minimum(start + lanes, (offsets + sizes)[sub])
+    return sub, frag, start, stop
+
+
+def encode_fragments(values: np.ndarray, submodel_sizes: Sequence[int] | None = None, scale_bits: int = 16,
+                     lanes: int = DEFAULT_LANES, clip: bool = False) -> np.ndarray:
+    """A whole gradient → int32 fixed point, one row of ``lanes`` per fragment (rows as
+    :func:`fragment_layout` orders them, each sub-model's last row zero-padded).
+
+    Row for row equal to :func:`encode_lanes` of each fragment's values, and raises the error
+    the first fragment that :func:`encode_lanes` would refuse raises (ProtocolError: not finite,
+    or overflowing int32 unless ``clip``), before anything is returned."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    sizes = [v.size] if submodel_sizes is None else [int(s) for s in submodel_sizes]
+    if sum(sizes) != v.size or any(s < 0 for s in sizes):
+        raise ValueError(f"sub-model sizes {sizes} do not add up to the {v.size} values")
+    scaled = np.multiply(v, float(1 << scale_bits))
+    np.rint(scaled, out=scaled)
+    if scaled.size:
+        lo, hi = float(scaled.min()), float(scaled.max())        # NaN propagates through both
+        if not (INT32_MIN <= lo and hi <= INT32_MAX):               # false for NaN and ±inf too
+            _check_fragments(v, scaled, sizes, scale_bits, lanes, clip)
+            np.clip(scaled, INT32_MIN, INT32_MAX, out=scaled)
+    counts = [-(-s // lanes) for s in sizes]
+    out = np.zeros((sum(counts), lanes), dtype=np.int32)
+    flat = out.reshape(-1)
+    if all(s % lanes == 0 for s in sizes[:-1]):
+        flat[:v.size] = scaled                 # no padding before the last row: one copy
+    else:
+        row = off = 0
+        for size, n in zip(sizes, counts):     # per sub-model, not per fragment
+            flat[row * lanes:row * lanes + size] = scaled[off:off + size]
+            row, off = row + n, off + size
+    return out
+
+
+def _check_fragments(v: np.ndarray, scaled: np.ndarray, sizes: Sequence[int], scale_bits: int, lanes: int,
+                     clip: bool) -> None:
+    """Raise what the per-fragment encoder raises for the first fragment it refuses."""
+    bad = ~np.isfinite(scaled)
+    over = np.zeros(scaled.shape, dtype=bool) if clip else (scaled > INT32_MAX) | (scaled < INT32_MIN)
+    _, _, start, _ = fragment_layout(sizes, lanes)
+    # the fragment of each value: the last fragment starting at or before it
+    frag_of = lambda i: int(np.searchsorted(start, i, side="right")) - 1      # noqa: E731
+    first_bad = frag_of(int(np.argmax(bad))) if bad.any() else None
+    first_over = frag_of(int(np.argmax(over))) if over.any() else None
+    if first_bad is not None and (first_over is None or first_bad <= first_over):
+        raise ProtocolError("gradient values must be finite")
+    if first_over is not None:
+        i = int(np.argmax(over))
+        raise ProtocolError(f"value {v[i]!r} overflows int32 at scale 2^{scale_bits}")
+
+
+def header_array(n: int, *, job_id: int | np.ndarray, node_id: int | np.ndarray, submodel_id: int | np.ndarray,
+                 fragment_id: int | np.ndarray | None = None, worker_id: int | np.ndarray,
+                 fan_in: int | np.ndarray, count: int | np.ndarray = 1, priority: int | np.ndarray = 0,
+                 bitmap: int | np.ndarray = 0, flags: int | np.ndarray = 0, round: int | np.ndarray = 0
+                 ) -> np.ndarray:
+    """``n`` INA headers as a :data:`HEADER_DTYPE` array; every field a scalar or an array of
+    ``n`` (``fragment_id`` defaults to 0, 1, …). Range-checked like :meth:`InaHeader.pack`."""
+    hdr = np.zeros(n, dtype=HEADER_DTYPE)
+    hdr["vb"] = INA_VERSION << 4
+    values = dict(job_id=job_id, node_id=node_id, submodel_id=submodel_id,
+                  fragment_id=np.arange(n) if fragment_id is None else fragment_id, worker_id=worker_id,
+                  fan_in=fan_in, count=count, priority=priority, bitmap=bitmap, flags=flags, round=round)
+    for name, value in values.items():
+        a = np.asarray(value)
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= 1 << _FIELD_BITS[name]):
+            bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
+            raise ProtocolError(f"{name}={bad} does not fit in {_FIELD_BITS[name]} bits")
+        hdr[name] = a
+    return hdr
+
+
+def frame_dtype(lanes: int = DEFAULT_LANES) -> np.dtype:
+    """A whole option-less frame as a numpy record: addressing, INA header, lanes."""
+    return np.dtype([("prefix", f"V{ETH_IP_UDP_LEN}"), ("hdr", HEADER_DTYPE), ("lanes", ">i4", (lanes,))])
+
+
+def build_frames(headers: np.ndarray, lanes: np.ndarray, *, src_ip: str, dst_ip: str, src_mac: str | int = 0,
+                 dst_mac: str | int = 0, src_port: int = INA_UDP_PORT, ttl: int = 64) -> bytes:
+    """Frames for ``headers`` (:data:`HEADER_DTYPE`, n) and ``lanes`` (n × K int32), back to back
+    in one bytes object (frame i at ``i * len // n``); each equal to :func:`build_frame` of the
+    same header, lanes and addressing. One numpy pass instead of n packs and concatenations."""
+    lanes = np.asarray(lanes)
+    if lanes.ndim != 2 or lanes.shape[0] != headers.shape[0]:
+        raise ValueError(f"need one row of lanes per header: {lanes.shape} for {headers.shape[0]} headers")
+    k = lanes.shape[1]
+    frames = np.empty(headers.shape[0], dtype=frame_dtype(k))
+    frames["prefix"] = np.frombuffer(frame_prefix(src_ip, dst_ip, src_mac, dst_mac, src_port, ttl,
+                                                  HEADER_LEN + 4 * k), dtype=f"V{ETH_IP_UDP_LEN}")[0]
+    frames["hdr"] = headers
+    frames["lanes"] = lanes
+    return frames.tobytes()
+
+
+def parse_frames(frames: Sequence[bytes], lanes: int = DEFAULT_LANES) -> tuple[np.ndarray, np.ndarray]:
+    """Decode many INA frames at once: ``(headers, lanes)``, a :data:`HEADER_DTYPE` array and an
+    n × ``lanes`` int32 array. Every frame must be an option-less Ethernet/IPv4/UDP/INA frame of
+    exactly ``42 + 24 + 4·lanes`` bytes (what hostlib builds); ProtocolError names the first
+    that is not (decode such frames one by one with :func:`parse_frame`)."""
+    dt = frame_dtype(lanes)
+    if any(len(f) != dt.itemsize for f in frames):
+        i = next(i for i, f in enumerate(frames) if len(f) != dt.itemsize)
+        raise ProtocolError(f"frame {i} has {len(frames[i])} bytes, not {dt.itemsize}")
+    raw = np.frombuffer(b"".join(frames), dtype=np.uint8).reshape(len(frames), dt.itemsize)
+    ok = ((raw[:, 12] == 0x08) & (raw[:, 13] == 0x00) & (raw[:, 14] == 0x45) & (raw[:, 23] == 17)
+          & (raw[:, 36] == INA_UDP_PORT >> 8) & (raw[:, 37] == INA_UDP_PORT & 0xFF)
+          & (raw[:, ETH_IP_UDP_LEN] >> 4 == INA_VERSION))
+    if not ok.all():
+        raise ProtocolError(f"frame {int(np.argmin(ok))} is not an option-less INA frame of version {INA_VERSION}")
+    rec = raw.reshape(-1).view(dt)
+    return rec["hdr"].copy(), rec["lanes"].astype(np.int32)

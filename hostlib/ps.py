@@ -50,8 +50,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .protocol import (DEFAULT_LANES, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags, InaHeader,
-                       ProtocolError, build_frame, parse_frame)
+from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
+                       InaHeader, ProtocolError, build_frame, frame_fields, frame_lanes, frame_prefix, pack_header)
 from .rto import RtoEstimator
 
 Key = tuple[int, int, int, int]     # (job, round, sub-model, fragment)
@@ -86,7 +86,7 @@ class JobConfig:
         return [n for n in nodes if n != 0 and n in self.reminder_via]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     created: float
     deadline: float
@@ -124,18 +124,22 @@ class PsStats:
         self.received[kind] = self.received.get(kind, 0) + 1
 
 
-def _kind(h: InaHeader) -> str:
-    if Flags.RESEND in h.flags:
-        return "result_copy" if Flags.RESULT in h.flags else "resend"
-    if Flags.PREEMPTED in h.flags:
-        return "drained" if Flags.REMINDER in h.flags else "preempted"
-    if Flags.REMINDER in h.flags:
+_RESULT, _COLLISION, _PREEMPTED = int(Flags.RESULT), int(Flags.COLLISION), int(Flags.PREEMPTED)
+_REMINDER, _RESEND, _OVERFLOW = int(Flags.REMINDER), int(Flags.RESEND), int(Flags.OVERFLOW)
+
+
+def _kind(flags: int, count: int) -> str:
+    if flags & _RESEND:
+        return "result_copy" if flags & _RESULT else "resend"
+    if flags & _PREEMPTED:
+        return "drained" if flags & _REMINDER else "preempted"
+    if flags & _REMINDER:
         return "reminder"
-    if Flags.RESULT in h.flags:
+    if flags & _RESULT:
         return "switch_result"
-    if Flags.COLLISION in h.flags:
+    if flags & _COLLISION:
         return "collision"
-    return "partial" if h.count > 1 else "plain"
+    return "partial" if count > 1 else "plain"
 
 
 class ParameterServer:
@@ -146,6 +150,9 @@ class ParameterServer:
         self.timeout = timeout or RtoEstimator()
         self.stats = PsStats()
         self._entries: dict[Key, _Entry] = {}        # (job, round, sub-model, fragment)
+        # the incomplete ones, in creation order: timers only ever concern these, and a round's
+        # complete entries (kept to serve resends) must not cost a scan per frame
+        self._open: dict[Key, _Entry] = {}
         self._newest: dict[int, int] = {}            # job -> newest round seen
 
     # ------------------------------------------------------------------ inspection
@@ -157,12 +164,13 @@ class ParameterServer:
 
     def incomplete(self) -> list[Key]:
         """(job, round, sub-model, fragment) of every entry still waiting for contributions."""
-        return [k for k, e in self._entries.items() if e.result is None]
+        return list(self._open)
 
     def reset(self, job_id: int | None = None) -> None:
         """Forget every fragment and round of ``job_id`` (all jobs when None), e.g. when a job
         restarts its round numbers. Not needed between rounds: rounds tell themselves apart."""
         self._entries = {k: e for k, e in self._entries.items() if job_id is not None and k[0] != job_id}
+        self._open = {k: e for k, e in self._open.items() if job_id is not None and k[0] != job_id}
         self._newest = {j: r for j, r in self._newest.items() if job_id is not None and j != job_id}
 
     # ------------------------------------------------------------------ sans-IO core
@@ -171,55 +179,63 @@ class ParameterServer:
 
     def on_frame(self, frame: bytes, now: float) -> list[bytes]:
         try:
-            pkt = parse_frame(frame, self.lanes)
+            (flags, job_id, _, sub, frag, worker, _, count, _, bitmap, rnd, off) = frame_fields(frame, self.lanes)
         except ProtocolError:
             self.stats.count("invalid")
             return []
-        h = pkt.header
-        job = self.jobs.get(h.job_id)
+        job = self.jobs.get(job_id)
         if job is None:
             self.stats.count("foreign")
             return []
-        kind = _kind(h)
+        kind = _kind(flags, count)
         self.stats.count(kind)
         if kind == "reminder":
             return []                     # one of ours that came back: nothing to add
         from_worker = kind in ("resend", "result_copy")
-        if from_worker and h.worker_id not in job.workers:
+        if from_worker and worker not in job.workers:
             self.stats.count("unknown_worker")
             return []
-        if not from_worker and (h.bitmap & ~job.mask or h.bitmap == 0):
+        mask = job.mask
+        if not from_worker and (bitmap & ~mask or bitmap == 0):
             # a drained *held* aggregator (ATP mode) reports bitmap 0xFFFFFFFF and no sums: its
             # contributions already left as the complete aggregate. Nothing to add.
             self.stats.count("no_contribution")
             return []
-        if not self._in_window(h.job_id, h.round):
+        if not self._in_window(job_id, rnd):
             self.stats.count("stale")     # a round every worker has finished
             return []
-        key = (h.job_id, h.round, h.submodel_id, h.fragment_id)
+        key = (job_id, rnd, sub, frag)
         e = self._entries.get(key)
         if e is None:
             t = self.timeout.rto
-            e = self._entries[key] = _Entry(now, now + t, t, self.lanes)
+            e = self._entries[key] = self._open[key] = _Entry(now, now + t, t, self.lanes)
+        lanes = frame_lanes(frame, off, self.lanes)
         if kind == "resend":
-            return self._on_resend(key, e, job, h, pkt.lanes, now)
+            return self._on_resend(key, e, job, worker, lanes, now)
         if kind == "result_copy":
-            return self._on_result_copy(key, e, job, h, pkt.lanes)
+            return self._on_result_copy(key, e, job, worker, flags, lanes)
         if e.result is not None:
             self.stats.count("late")      # e.g. a drained partial whose workers were resent
             return []
-        if h.bitmap & e.net_bitmap:
+        if bitmap & e.net_bitmap:
             self.stats.count("overlap")   # cannot be split: drop whole, queries complete it
             return []
-        e.net_sum += pkt.lanes
-        e.net_bitmap |= h.bitmap
-        e.overflow |= Flags.OVERFLOW in h.flags
-        return self._maybe_complete(key, e, job, now)
+        e.net_sum += lanes
+        e.net_bitmap |= bitmap
+        e.overflow |= bool(flags & _OVERFLOW)
+        return self._maybe_complete(key, e, job, now, mask)
+
+    def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
+        """``on_frame`` for each of ``frames`` (one driver wake-up), the replies concatenated."""
+        out: list[bytes] = []
+        for f in frames:
+            out += self.on_frame(f, now)
+        return out
 
     def on_timer(self, now: float) -> list[bytes]:
         out = []
-        for key, e in self._entries.items():
-            if e.result is None and e.deadline <= now:
+        for key, e in list(self._open.items()):
+            if e.deadline <= now:
                 e.attempts += 1
                 out += self._recover(key, e, self.jobs[key[0]])
                 e.timeout = self.timeout.backoff(e.timeout)
@@ -227,10 +243,10 @@ class ParameterServer:
         return out
 
     def next_deadline(self) -> float | None:
-        return min((e.deadline for e in self._entries.values() if e.result is None), default=None)
+        return min((e.deadline for e in self._open.values()), default=None)
 
     def done(self) -> bool:
-        return not self.incomplete()
+        return not self._open
 
     # ------------------------------------------------------------------ internals
     def _in_window(self, job_id: int, round: int) -> bool:
@@ -239,17 +255,18 @@ class ParameterServer:
         if newest is None or round > newest:
             self._newest[job_id] = round
             self._entries = {k: e for k, e in self._entries.items() if k[0] != job_id or k[1] >= round - 1}
+            self._open = {k: e for k, e in self._open.items() if k[0] != job_id or k[1] >= round - 1}
             return True
         return round >= newest - 1
 
-    def _on_resend(self, key: Key, e: _Entry, job: JobConfig, h: InaHeader,
+    def _on_resend(self, key: Key, e: _Entry, job: JobConfig, worker: int,
                    lanes: np.ndarray, now: float) -> list[bytes]:
         if e.result is not None:
             # the worker lost the result (or the PS's copy of it): serve it again
             self.stats.results_resent += 1
-            return [self._result_frame(key, e, h.worker_id, job)]
-        e.resend.setdefault(h.worker_id, lanes.astype(np.int64))   # copies are identical
-        out = self._maybe_complete(key, e, job, now)
+            return [self._result_frame(key, e, worker, job)]
+        e.resend.setdefault(worker, lanes.astype(np.int64))   # copies are identical
+        out = self._maybe_complete(key, e, job, now, job.mask)
         if e.result is None and not e.reminded:
             # ESA §5.3: a worker timed out, so a partial may be stuck waiting for its lost copy
             # (case 1) or the others may hold a result it lost (case 2); act now rather than
@@ -258,7 +275,7 @@ class ParameterServer:
             out += self._recover(key, e, job)
         return out
 
-    def _on_result_copy(self, key: Key, e: _Entry, job: JobConfig, h: InaHeader,
+    def _on_result_copy(self, key: Key, e: _Entry, job: JobConfig, worker: int, flags: int,
                         lanes: np.ndarray) -> list[bytes]:
         """A worker's copy of the complete result (its answer to a query): final, so it
         completes the entry; passed on to every worker not known to hold it."""
@@ -266,9 +283,11 @@ class ParameterServer:
             self.stats.count("late")
             return []
         e.result = lanes.astype(np.int32)
-        e.overflow = Flags.OVERFLOW in h.flags
+        e.overflow = bool(flags & _OVERFLOW)
+        self._open.pop(key, None)
         self.stats.completed += 1
-        out = [self._result_frame(key, e, w, job) for w in job.workers if w != h.worker_id]
+        payload = self._result_payload(key, e, job)
+        out = [self._result_frame(key, e, w, job, payload) for w in job.workers if w != worker]
         self.stats.results_sent += len(out)
         return out
 
@@ -279,33 +298,44 @@ class ParameterServer:
         missing = job.mask & ~(e.net_bitmap | e.resend_bitmap)
         return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
 
-    def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float) -> list[bytes]:
-        if (e.net_bitmap | e.resend_bitmap) != job.mask:
+    def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
+        if (e.net_bitmap | e.resend_bitmap) != mask:
             return []
-        total = e.net_sum.copy()
+        total = e.net_sum
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
-        for w in stand_ins:
-            total += e.resend[w]
-        if np.any(total > INT32_MAX) or np.any(total < INT32_MIN):
+        if stand_ins:
+            total = total.copy()
+            for w in stand_ins:
+                total += e.resend[w]
+        if total.min() < INT32_MIN or total.max() > INT32_MAX:
             e.overflow = True             # saturate, as a switch would
-        e.result = np.clip(total, INT32_MIN, INT32_MAX).astype(np.int32)
+            total = np.clip(total, INT32_MIN, INT32_MAX)
+        e.result = total.astype(np.int32)
+        self._open.pop(key, None)
         self.stats.completed += 1
         if e.attempts == 0 and not e.resend:
             self.timeout.sample(now - e.created)
-        out = [self._result_frame(key, e, w, job) for w in job.workers]
+        payload = self._result_payload(key, e, job)
+        out = [self._result_frame(key, e, w, job, payload) for w in job.workers]
         self.stats.results_sent += len(out)
         if stand_ins:
             # the stand-ins' first copies may still sit in a switch partial: free that aggregator
             out += self._reminders(key, job)
         return out
 
-    def _result_frame(self, key: Key, e: _Entry, worker: int, job: JobConfig) -> bytes:
+    def _result_payload(self, key: Key, e: _Entry, job: JobConfig) -> bytes:
+        """INA header and lanes of the RESULT every worker gets (only the addressing differs)."""
         n = len(job.workers)
-        flags = Flags.RESULT | (Flags.OVERFLOW if e.overflow else Flags(0))
-        h = InaHeader(key[0], 0, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.mask, flags, key[1])
-        ip, mac = job.workers[worker]
         assert e.result is not None
-        return build_frame(h, e.result, src_ip=self.ip, dst_ip=ip, src_mac=self.mac, dst_mac=self.gateway_mac or mac)
+        flags = _RESULT | (_OVERFLOW if e.overflow else 0)
+        return (pack_header(key[0], 0, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.mask, flags, key[1])
+                + e.result.astype(">i4").tobytes())
+
+    def _result_frame(self, key: Key, e: _Entry, worker: int, job: JobConfig, payload: bytes | None = None) -> bytes:
+        ip, mac = job.workers[worker]
+        if payload is None:
+            payload = self._result_payload(key, e, job)
+        return frame_prefix(self.ip, ip, self.mac, self.gateway_mac or mac, INA_UDP_PORT, 64, len(payload)) + payload
 
     def _reminders(self, key: Key, job: JobConfig) -> list[bytes]:
         out = []

@@ -18,12 +18,14 @@ round r, and keeps round r's contributions to answer the PS's queries for it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .protocol import (DEFAULT_LANES, ROUND_BITS, Flags, InaHeader, ProtocolError, build_frame,
-                       decode_lanes, encode_lanes, parse_frame)
+from .protocol import (DEFAULT_LANES, MAX_WORKERS, ROUND_BITS, Flags, InaHeader, ProtocolError, build_frame,
+                       build_frames, decode_lanes, encode_fragments, fragment_layout, frame_fields, frame_lanes,
+                       header_array)
 from .rto import RtoEstimator
 
 
@@ -39,7 +41,7 @@ class FragmentLabel:
     priority: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     first_sent: float
     deadline: float
@@ -51,12 +53,45 @@ class _Pending:
 FAST_RETRANSMIT_AFTER = 3       # later results that make a missing one count as lost (ESA §5.3)
 
 
-@dataclass(frozen=True)
-class _Fragment:
-    submodel_id: int
-    fragment_id: int
-    start: int          # slice of the flat gradient
-    stop: int
+_RESULT, _REMINDER, _OVERFLOW = int(Flags.RESULT), int(Flags.REMINDER), int(Flags.OVERFLOW)
+
+
+class _Round:
+    """One round's fragments: where each lies in the gradient, its first copy on the wire, and
+    the results. Plain lists of ints, not an object per fragment: a round of a large model has
+    hundreds of thousands of fragments and the hot path only ever indexes them."""
+
+    __slots__ = ("number", "sub", "start", "stop", "first", "count", "wire", "frame_len", "result",
+                 "overflowed")
+
+    def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, result: np.ndarray,
+                 overflowed: set[int]) -> None:
+        sub, _, start, stop = fragment_layout(sizes, lanes)
+        self.number = number
+        self.sub: list[int] = sub.tolist()
+        self.start: list[int] = start.tolist()
+        self.stop: list[int] = stop.tolist()
+        counts = [-(-s // lanes) for s in sizes]
+        self.count: list[int] = counts                     # fragments per sub-model
+        self.first: list[int] = [0, *accumulate(counts)][:len(counts)]      # each sub-model's first fragment
+        self.wire = wire                                   # every first copy, back to back
+        self.frame_len = len(wire) // len(self.sub) if self.sub else 0
+        self.result = result
+        self.overflowed = overflowed
+
+    def __len__(self) -> int:
+        return len(self.sub)
+
+    def index(self, submodel_id: int, fragment_id: int) -> int | None:
+        if 0 <= submodel_id < len(self.count) and 0 <= fragment_id < self.count[submodel_id]:
+            return self.first[submodel_id] + fragment_id
+        return None
+
+    def frame(self, idx: int) -> bytes:
+        return self.wire[idx * self.frame_len:(idx + 1) * self.frame_len]
+
+    def lanes(self, idx: int, lanes: int) -> np.ndarray:
+        return frame_lanes(self.wire, (idx + 1) * self.frame_len - 4 * lanes, lanes)
 
 
 @dataclass
@@ -91,21 +126,18 @@ class Worker:
         self.lanes, self.scale_bits, self.window, self.clip = lanes, scale_bits, window, clip
         self.rto = rto or RtoEstimator()
         self.stats = WorkerStats()
-        self._frags: list[_Fragment] = []
-        self._index: dict[tuple[int, int], int] = {}
-        self._gradient = np.zeros(0)
-        self._encoded: list[np.ndarray] = []
+        self._cur: _Round | None = None
         self._result = np.zeros(0, dtype=np.int64)
         self._done = np.zeros(0, dtype=bool)
+        self._n_done = 0        # fragments with a result (done() without scanning _done)
+        # fragment index -> timer; keys ascend (inserted in send order, never re-inserted),
+        # which the fast-retransmit scan relies on
         self._pending: dict[int, _Pending] = {}
         self._base = 0          # first fragment without a result: the window's left edge
         self._next = 0          # first fragment never sent
         self._started = False
         self.round = -1         # the current round (push() starts the next one)
-        # the previous round: (round, index, fragments, encoded lanes, result, overflowed
-        # fragments), kept for the PS's queries
-        self._previous: tuple[int, dict[tuple[int, int], int], list[_Fragment], list[np.ndarray],
-                              np.ndarray, set[int]] | None = None
+        self._previous: _Round | None = None    # the previous round, kept for the PS's queries
 
     # ------------------------------------------------------------------ application side
     def push(self, gradient: np.ndarray, submodel_sizes: Sequence[int] | None = None,
@@ -119,36 +151,40 @@ class Worker:
         rnd = self.round + 1 if round is None else int(round)
         if not 0 <= rnd < 1 << ROUND_BITS or rnd <= self.round:
             raise ValueError(f"round {rnd} must increase (last {self.round}) and fit {ROUND_BITS} bits")
-        g = np.asarray(gradient, dtype=np.float64).ravel()
+        g = np.asarray(gradient).ravel()
         sizes = [g.size] if submodel_sizes is None else [int(s) for s in submodel_sizes]
         if sum(sizes) != g.size or any(s < 0 for s in sizes):
             raise ValueError(f"sub-model sizes {sizes} do not add up to the gradient's {g.size} values")
         missing = [s for s in range(len(sizes)) if sizes[s] and s not in self.labels]
         if missing:
             raise ValueError(f"no fragment label for sub-models {missing}")
-        frags, off = [], 0
-        for sub, size in enumerate(sizes):
-            for f, start in enumerate(range(off, off + size, self.lanes)):
-                frags.append(_Fragment(sub, f, start, min(start + self.lanes, off + size)))
-            off += size
+        if not 0 <= self.worker_id < MAX_WORKERS:
+            raise ProtocolError(f"worker_id {self.worker_id} out of range 0..{MAX_WORKERS - 1}")
         # encode everything now: an overflow is the caller's error, before anything is on the wire
-        encoded = [encode_lanes(g[fr.start:fr.stop], self.scale_bits, self.lanes, self.clip) for fr in frags]
-        if self._started:
-            self._previous = (self.round, self._index, self._frags, self._encoded, self._result,
-                              self.stats.overflowed)
+        encoded = encode_fragments(g, sizes, self.scale_bits, self.lanes, self.clip)
+        # every first copy in one pass (the labels and round are fixed for the round)
+        sub, frag, _, _ = fragment_layout(sizes, self.lanes)
+        lab = [self.labels[s] if sizes[s] else FragmentLabel(0, 0) for s in range(len(sizes))]
+        per_sub = lambda attr: np.array([getattr(x, attr) for x in lab], dtype=np.int64)[sub]   # noqa: E731
+        headers = header_array(len(sub), job_id=self.job_id, node_id=per_sub("node_id"), submodel_id=sub,
+                               fragment_id=frag, worker_id=self.worker_id, fan_in=per_sub("fan_in"),
+                               priority=per_sub("priority"), bitmap=1 << self.worker_id, round=rnd)
+        wire = build_frames(headers, encoded, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
+                            dst_mac=self.gateway_mac)
+        if self._started and self._cur is not None:
+            self._previous = self._cur
         self.round = rnd
-        self._encoded = encoded
-        self._gradient, self._frags = g, frags
-        self._index = {(fr.submodel_id, fr.fragment_id): i for i, fr in enumerate(frags)}
+        self.stats = WorkerStats()
         self._result = np.zeros(g.size, dtype=np.int64)
-        self._done = np.zeros(len(frags), dtype=bool)
+        self._cur = _Round(rnd, sizes, self.lanes, wire, self._result, self.stats.overflowed)
+        self._done = np.zeros(len(self._cur), dtype=bool)
+        self._n_done = 0
         self._pending.clear()
         self._base = self._next = 0
         self._started = False
-        self.stats = WorkerStats()
 
     def done(self) -> bool:
-        return bool(self._done.all()) and self._started
+        return self._started and self._n_done == len(self._done)
 
     def result_fixed(self) -> np.ndarray:
         """The aggregated gradient in fixed point (int64, one value per gradient element)."""
@@ -165,38 +201,44 @@ class Worker:
 
     def on_frame(self, frame: bytes, now: float) -> list[bytes]:
         try:
-            pkt = parse_frame(frame, self.lanes)
+            (flags, job, node, sub, frag, worker, _, _, _, _, rnd, off) = frame_fields(frame, self.lanes)
         except ProtocolError:
             self.stats.ignored += 1
             return []
-        h = pkt.header
         # this round's fragments; the previous round's stay queryable after we moved on
         # (another worker may have lost one of its results), and its late results are duplicates
-        if h.job_id == self.job_id and h.round == self.round:
-            rnd, index, frags, encoded = self.round, self._index, self._frags, self._encoded
-            result, overflowed = self._result, self.stats.overflowed
-        elif h.job_id == self.job_id and self._previous is not None and h.round == self._previous[0]:
-            rnd, index, frags, encoded, result, overflowed = self._previous
+        cur, prev = self._cur, self._previous
+        if cur is not None and job == self.job_id and rnd == cur.number:
+            r = cur
+        elif prev is not None and job == self.job_id and rnd == prev.number:
+            r = prev
         else:
             self.stats.ignored += 1
             return []
-        idx = index.get((h.submodel_id, h.fragment_id))
+        idx = r.index(sub, frag)
         if idx is None:
             self.stats.ignored += 1
-        elif Flags.RESULT in h.flags:
-            if rnd == self.round:
-                return self._on_result(idx, h, pkt.lanes, now)
+        elif flags & _RESULT:
+            if r is cur:
+                return self._on_result(idx, flags, frame_lanes(frame, off, self.lanes), now)
             self.stats.duplicate_results += 1
-        elif Flags.REMINDER in h.flags and h.node_id == 0 and h.worker_id == self.worker_id:
+        elif flags & _REMINDER and node == 0 and worker == self.worker_id:
             # the PS's query (node 0 = the PS itself): it lacks this fragment. ESA §5.3 case 2:
             # answer with the result if we hold it (others lost theirs), else our contribution.
             self.stats.queries_answered += 1
-            if rnd != self.round or self._done[idx]:
-                return [self._result_copy(rnd, frags[idx], result, idx in overflowed)]
-            return [self._build(rnd, frags[idx], encoded[idx], resend=True)]
+            if r is not cur or self._done[idx]:
+                return [self._result_copy(r, idx)]
+            return [self._resend(r, idx)]
         else:
             self.stats.ignored += 1      # e.g. a reminder that passed a switch not owning its key
         return []
+
+    def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
+        """``on_frame`` for each of ``frames`` (one driver wake-up), the replies concatenated."""
+        out: list[bytes] = []
+        for f in frames:
+            out += self.on_frame(f, now)
+        return out
 
     def on_timer(self, now: float) -> list[bytes]:
         out = []
@@ -206,81 +248,85 @@ class Worker:
                 p.timeout = self.rto.backoff(p.timeout)
                 p.deadline = now + p.timeout
                 self.stats.resent += 1
-                out.append(self._frame(idx, resend=True))
+                out.append(self._resend(self._cur, idx))
         return out
 
     def next_deadline(self) -> float | None:
         return min((p.deadline for p in self._pending.values()), default=None)
 
     # ------------------------------------------------------------------ internals
-    def _on_result(self, idx: int, h: InaHeader, lanes: np.ndarray, now: float) -> list[bytes]:
+    def _on_result(self, idx: int, flags: int, lanes: np.ndarray, now: float) -> list[bytes]:
         if self._done[idx]:
             self.stats.duplicate_results += 1      # idempotent: the first copy already counted
             return []
-        fr = self._frags[idx]
-        self._result[fr.start:fr.stop] = lanes[:fr.stop - fr.start]
+        r = self._cur
+        start, stop = r.start[idx], r.stop[idx]
+        self._result[start:stop] = lanes[:stop - start]
         self._done[idx] = True
+        self._n_done += 1
         self.stats.results += 1
-        if Flags.OVERFLOW in h.flags:
+        if flags & _OVERFLOW:
             self.stats.overflowed.add(idx)
         p = self._pending.pop(idx, None)
         if p is not None and not p.retransmitted:          # Karn: ambiguous samples are skipped
             self.rto.sample(now - p.first_sent)
         out = []
+        sub = r.sub
         for earlier, q in self._pending.items():
+            if earlier >= idx:
+                break                     # keys ascend: no earlier fragment is left
             # fast retransmit: results of later fragments of the same sub-model (same path, so
             # in order) overtook this one: it was probably lost
-            if earlier < idx and not q.retransmitted and self._frags[earlier].submodel_id == fr.submodel_id:
+            if not q.retransmitted and sub[earlier] == sub[idx]:
                 q.later_results += 1
                 if q.later_results >= FAST_RETRANSMIT_AFTER:
                     q.retransmitted = True
                     q.deadline = now + q.timeout
                     self.stats.resent += 1
                     self.stats.fast_resent += 1
-                    out.append(self._frame(earlier, resend=True))
-        while self._base < len(self._frags) and self._done[self._base]:
+                    out.append(self._resend(r, earlier))
+        done, n = self._done, len(self._done)
+        while self._base < n and done[self._base]:
             self._base += 1
         return out + self._fill(now)
 
     def _fill(self, now: float) -> list[bytes]:
         """Send never-sent fragments while fewer than ``window`` await a result, up to
         ``base + reach``."""
-        out = []
-        while (self._next < len(self._frags) and len(self._pending) < self.window
-               and self._next < self._base + self.reach):
+        out: list[bytes] = []
+        r, pending, done = self._cur, self._pending, self._done
+        if r is None:
+            return out
+        n, window, limit = len(r), self.window, self._base + self.reach
+        while self._next < n and len(pending) < window and self._next < limit:
             idx = self._next
             self._next += 1
-            if self._done[idx]:
+            if done[idx]:
                 continue                  # its result arrived before we sent it (another worker's loss)
             t = self.rto.rto
-            self._pending[idx] = _Pending(now, now + t, t)
+            pending[idx] = _Pending(now, now + t, t)
             self.stats.sent += 1
-            out.append(self._frame(idx, resend=False))
+            out.append(r.frame(idx))
         return out
 
-    def _frame(self, idx: int, resend: bool) -> bytes:
-        return self._build(self.round, self._frags[idx], self._encoded[idx], resend)
+    def _header(self, r: _Round, idx: int, node_id: int, flags: Flags) -> InaHeader:
+        sub = r.sub[idx]
+        label = self.labels[sub]
+        return InaHeader.for_worker(self.job_id, node_id, sub, idx - r.first[sub], self.worker_id,
+                                    label.fan_in, label.priority, flags, r.number)
 
-    def _result_copy(self, rnd: int, fr: _Fragment, result: np.ndarray, overflow: bool) -> bytes:
+    def _result_copy(self, r: _Round, idx: int) -> bytes:
         """Our copy of a fragment's result, for the PS to pass on (RESULT|RESEND: no switch
         touches it)."""
         lanes = np.zeros(self.lanes, dtype=np.int32)
-        lanes[:fr.stop - fr.start] = result[fr.start:fr.stop]
-        label = self.labels[fr.submodel_id]
-        h = InaHeader.for_worker(self.job_id, 0, fr.submodel_id, fr.fragment_id, self.worker_id,
-                                 label.fan_in, label.priority,
-                                 Flags.RESULT | Flags.RESEND | (Flags.OVERFLOW if overflow else Flags(0)), rnd)
-        return build_frame(h, lanes, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
-                           dst_mac=self.gateway_mac)
+        lanes[:r.stop[idx] - r.start[idx]] = r.result[r.start[idx]:r.stop[idx]]
+        flags = Flags.RESULT | Flags.RESEND | (Flags.OVERFLOW if idx in r.overflowed else Flags(0))
+        return build_frame(self._header(r, idx, 0, flags), lanes, src_ip=self.ip, dst_ip=self.ps_ip,
+                           src_mac=self.mac, dst_mac=self.gateway_mac)
 
-    def _build(self, rnd: int, fr: _Fragment, lanes: np.ndarray, resend: bool) -> bytes:
-        label = self.labels[fr.submodel_id]
-        if resend:
-            # straight to the PS: node 0 so no pinned per-node route or aggregation applies
-            h = InaHeader.for_worker(self.job_id, 0, fr.submodel_id, fr.fragment_id, self.worker_id,
-                                     label.fan_in, label.priority, Flags.RESEND, rnd)
-        else:
-            h = InaHeader.for_worker(self.job_id, label.node_id, fr.submodel_id, fr.fragment_id,
-                                     self.worker_id, label.fan_in, label.priority, round=rnd)
-        return build_frame(h, lanes, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
-                           dst_mac=self.gateway_mac)
+    def _resend(self, r: _Round | None, idx: int) -> bytes:
+        """A retransmission of our contribution, straight to the PS: node 0 so no pinned
+        per-node route or aggregation applies."""
+        assert r is not None
+        return build_frame(self._header(r, idx, 0, Flags.RESEND), r.lanes(idx, self.lanes), src_ip=self.ip,
+                           dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)
