@@ -1,0 +1,254 @@
+"""Host-agent throughput: prints Gb/s of gradient payload per core for the hot paths of hostlib.
+
+  encode   float32 gradient -> int32 fixed-point lanes -> Ethernet/IPv4/UDP/INA frames
+  decode   frames -> header + int32 lanes -> accumulated into a result array
+  worker   Worker.push + start + on_frame for every result of one round (sans-IO)
+  ps       ParameterServer consuming one round of frames from N workers (sans-IO)
+  udp      a PS and N workers in separate processes on 127.0.0.0/8, all-reducing over UDP
+
+"Gradient payload" is 4 bytes per gradient element (float32), whatever the wire carries. The
+single-threaded lines are one core by construction (best of --repeat runs, wall time); the UDP
+line divides by the CPU seconds all its processes used together, so it is per core even when
+the processes share cores with each other (and with whatever else runs on the machine).
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hostlib import protocol as P  # noqa: E402
+from hostlib.drivers import UdpTransport, run_udp  # noqa: E402
+from hostlib.ps import JobConfig, ParameterServer  # noqa: E402
+from hostlib.rto import RtoEstimator  # noqa: E402
+from hostlib.worker import FragmentLabel, Worker  # noqa: E402
+
+K = P.DEFAULT_LANES
+JOB = 7
+
+
+def _gradient(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0.0, 1.0, n).astype(np.float32)
+
+
+def _best(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _line(name: str, n_values: int, seconds: float, frames: int) -> None:
+    gbps = n_values * 32 / seconds / 1e9
+    print(f"{name:<56} {gbps:8.3f} Gb/s/core  {frames / seconds:12,.0f} frames/s")
+
+
+# ---------------------------------------------------------------------- encode / decode
+def _encode_per_fragment(g: np.ndarray) -> list[bytes]:
+    """One fragment at a time, as hostlib did before the batch functions."""
+    out = []
+    for f, s in enumerate(range(0, g.size, K)):
+        lanes = P.encode_lanes(g[s:s + K], 16, K)
+        h = P.InaHeader.for_worker(JOB, 3, 0, f, 1, 2, round=5)
+        out.append(P.build_frame(h, lanes, src_ip="10.0.0.2", dst_ip="10.0.0.1"))
+    return out
+
+
+def _encode_batch(g: np.ndarray) -> list[bytes]:
+    enc = P.encode_fragments(g, None, 16, K)
+    hdr = P.header_array(len(enc), job_id=JOB, node_id=3, submodel_id=0, worker_id=1, fan_in=2, bitmap=1 << 1,
+                         round=5)
+    buf = P.build_frames(hdr, enc, src_ip="10.0.0.2", dst_ip="10.0.0.1")
+    step = len(buf) // len(enc)
+    return [buf[i:i + step] for i in range(0, len(buf), step)]
+
+
+def _decode_per_fragment(frames: list[bytes], n: int) -> np.ndarray:
+    acc = np.zeros(n, dtype=np.int64)
+    for f in frames:
+        pkt = P.parse_frame(f, K)
+        s = pkt.header.fragment_id * K
+        acc[s:s + K] += pkt.lanes[:min(K, n - s)]
+    return acc
+
+
+def _decode_batch(frames: list[bytes], n: int) -> np.ndarray:
+    acc = np.zeros(-(-n // K) * K, dtype=np.int64)
+    hdr, lanes = P.parse_frames(frames, K)
+    acc.reshape(-1, K)[hdr["fragment_id"]] += lanes
+    return acc[:n]
+
+
+def bench_codec(n: int, repeat: int) -> None:
+    g = _gradient(n)
+    frames_count = -(-n // K)
+    _line("encode, per fragment (encode_lanes+build_frame)", n, _best(lambda: _encode_per_fragment(g), repeat),
+          frames_count)
+    frames = _encode_per_fragment(g)
+    _line("decode, per fragment (parse_frame+add)", n, _best(lambda: _decode_per_fragment(frames, n), repeat),
+          frames_count)
+    if hasattr(P, "encode_fragments"):
+        assert _encode_batch(g) == frames, "batch encoding differs from the per-fragment one"
+        _line("encode, batch (encode_fragments+build_frames)", n, _best(lambda: _encode_batch(g), repeat),
+              frames_count)
+        assert np.array_equal(_decode_batch(frames, n), _decode_per_fragment(frames, n))
+        _line("decode, batch (parse_frames+add)", n, _best(lambda: _decode_batch(frames, n), repeat),
+              frames_count)
+
+
+# ---------------------------------------------------------------------- sans-IO agents
+def _rto() -> RtoEstimator:
+    # nothing is lost in these runs: a timer must never fire because the machine is slow
+    return RtoEstimator(initial=5.0, minimum=5.0, maximum=10.0)
+
+
+def _result_frames(n: int, worker_ip: str) -> list[bytes]:
+    zeros = np.zeros(K, dtype=np.int32)
+    return [P.build_frame(P.InaHeader(JOB, 0, 0, f, P.WORKER_AGGREGATE, 2, 2, 0, 0b11, P.Flags.RESULT, 0), zeros,
+                          src_ip="10.0.0.1", dst_ip=worker_ip) for f in range(-(-n // K))]
+
+
+def bench_worker(n: int, repeat: int, window: int) -> None:
+    g = _gradient(n)
+    results = _result_frames(n, "10.0.0.2")
+
+    def one_round() -> int:
+        wk = Worker(JOB, 0, "10.0.0.1", "10.0.0.2", [FragmentLabel(0, 2)], lanes=K, window=window, rto=_rto())
+        wk.push(g)
+        sent = len(wk.start(0.0))
+        for r in results:                  # results in order, as a loss-free PS sends them
+            sent += len(wk.on_frame(r, 0.0))
+        assert wk.done() and sent == len(results)
+        return sent
+
+    _line(f"worker round, sans-IO (push+frames+results, W={window})", n, _best(one_round, repeat), len(results))
+
+
+def bench_ps(n: int, repeat: int, workers: int) -> None:
+    ips = [f"10.0.0.{w + 2}" for w in range(workers)]
+    frames = []
+    for w in range(workers):
+        wk = Worker(JOB, w, "10.0.0.1", ips[w], [FragmentLabel(0, workers)], lanes=K, window=1 << 30,
+                    reach=1 << 30, rto=_rto())
+        wk.push(_gradient(n, seed=w))
+        frames.append(wk.start(0.0))
+    # interleave the workers' fragments, as they arrive at a PS
+    arrivals = [f for group in zip(*frames) for f in group]
+
+    def one_round() -> None:
+        ps = ParameterServer("10.0.0.1", {JOB: JobConfig({w: (ips[w], 0) for w in range(workers)})}, lanes=K,
+                             timeout=_rto())
+        out = 0
+        for f in arrivals:
+            out += len(ps.on_frame(f, 0.0))
+            ps.next_deadline()             # a driver asks after every frame
+        assert out == workers * len(frames[0]) and ps.done()
+
+    t = _best(one_round, repeat)
+    _line(f"PS round, sans-IO ({workers} workers, frames in+out)", n * workers, t, 2 * len(arrivals))
+
+
+# ---------------------------------------------------------------------- UDP loopback
+def _cpu() -> np.ndarray:
+    """User and system CPU seconds of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return np.array([r.ru_utime, r.ru_stime])
+
+
+def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Queue) -> None:
+    tr = UdpTransport(ip, lanes=K)
+    ps = ParameterServer(ip, {JOB: jobcfg}, lanes=K, timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
+    ready.set()
+    c0 = _cpu()
+    run_udp(ps, tr, 3600.0, stop=stop.is_set)
+    q.put(("ps", _cpu() - c0, dict(ps.stats.received)))
+    tr.close()
+
+
+def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int,
+                go: mp.Event, q: mp.Queue) -> None:
+    tr = UdpTransport(ip, lanes=K)
+    wk = Worker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)], lanes=K, window=window,
+                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
+    g = _gradient(n, seed=w)
+    go.wait()
+    c0, t0, resent = _cpu(), time.perf_counter(), 0
+    for _ in range(rounds):
+        wk.push(g)
+        if not run_udp(wk, tr, 600.0):
+            raise RuntimeError(f"worker {w}: round {wk.round} timed out")
+        resent += wk.stats.resent
+    q.put(("worker", _cpu() - c0, time.perf_counter() - t0, resent, wk.result_fixed()[:4].tolist()))
+    tr.close()
+
+
+def bench_udp(n: int, rounds: int, workers: int, window: int) -> None:
+    net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"   # not another run's addresses
+    ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(workers)]
+    ctx = mp.get_context("fork")
+    stop, ready, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
+    jobcfg = JobConfig({w: (ips[w], 0) for w in range(workers)})
+    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, stop, ready, q))]
+    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, go, q))
+              for w in range(workers)]
+    procs[0].start()
+    ready.wait(30)
+    for p in procs[1:]:
+        p.start()
+    time.sleep(0.5)                      # let the workers bind and encode nothing yet
+    go.set()
+    reports = [q.get(timeout=3600) for _ in range(workers)]
+    stop.set()
+    reports.append(q.get(timeout=60))
+    for p in procs:
+        p.join(60)
+    cpu_ps = next(r[1] for r in reports if r[0] == "ps")
+    cpu_workers = sum(r[1] for r in reports if r[0] == "worker")
+    user, system = cpu_ps + cpu_workers
+    cpu = user + system
+    wall = max(r[2] for r in reports if r[0] == "worker")
+    resent = sum(r[3] for r in reports if r[0] == "worker")
+    payload_bits = n * 32 * rounds
+    print(f"{'UDP loopback, %d workers + PS, %.1f MB, W=%d' % (workers, n * 4 / 2**20, window):<56} "
+          f"{payload_bits / cpu / 1e9:8.3f} Gb/s/core  {payload_bits / wall / 1e9:8.3f} Gb/s wall  "
+          f"{rounds / wall:6.2f} rounds/s")
+    print(f"    CPU s (user+system): PS {cpu_ps.sum():.2f} ({cpu_ps[1]:.2f} system), workers {cpu_workers.sum():.2f} "
+          f"({cpu_workers[1]:.2f} system), in {wall:.2f} s wall; {resent} fragments resent")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=8.0, help="gradient size in MB of float32 (sans-IO benchmarks)")
+    ap.add_argument("--udp-mb", type=float, default=8.0, help="gradient size for the UDP benchmark")
+    ap.add_argument("--rounds", type=int, default=3, help="all-reduce rounds in the UDP benchmark")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--window", type=int, default=64, help="worker window (fragments awaiting a result)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
+    ap.add_argument("--only", default="codec,worker,ps,udp", help="comma-separated subset to run")
+    args = ap.parse_args()
+    n, only = int(args.mb * 2**20 / 4), set(args.only.split(","))
+    print(f"hostlib, {K} lanes per fragment, {os.cpu_count()} CPUs, numpy {np.__version__}")
+    if "codec" in only:
+        bench_codec(n, args.repeat)
+    if "worker" in only:
+        bench_worker(n, args.repeat, args.window)
+    if "ps" in only:
+        bench_ps(n, args.repeat, args.workers)
+    if "udp" in only:
+        bench_udp(int(args.udp_mb * 2**20 / 4), args.rounds, args.workers, args.window)
+
+
+if __name__ == "__main__":
+    main()
