@@ -145,8 +145,11 @@ def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", s
     results: dict[str, Any] = {"deployment": dep}
     try:
         t = time.time()
-        net.build().start()
-        log(f"{len(topo.switches())} p4sim switches up in {time.time() - t:.1f} s")
+        net.build()                     # waits while another emulated network holds the machine's lock
+        built = time.time()
+        net.start()
+        log(f"Mininet net built in {built - t:.1f} s (incl. any wait for another emulation), "
+            f"{len(topo.switches())} p4sim switches up in {time.time() - built:.1f} s")
         t = time.time()
         entries = install(net, fd.ops)
         log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
