@@ -4,6 +4,8 @@
   decode   frames -> header + int32 lanes -> accumulated into a result array
   worker   Worker.push + start + on_frame for every result of one round (sans-IO)
   ps       ParameterServer consuming one round of frames from N workers (sans-IO)
+  send     Worker.push + start + UdpTransport.send_many of every first copy (encode + send;
+           a second process drains the receiving socket)
   udp      a PS and N workers in separate processes on 127.0.0.0/8, all-reducing over UDP
 
 "Gradient payload" is 4 bytes per gradient element (float32), whatever the wire carries. The
@@ -194,6 +196,45 @@ def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, 
     tr.close()
 
 
+def _drain_socket(ip: str, expect: int, ready: mp.Event, q: mp.Queue) -> None:
+    tr = UdpTransport(ip, lanes=K)
+    ready.set()
+    got, idle = 0, 0
+    while got < expect and idle < 20:       # 20 empty waits of 50 ms: the sender is done
+        n = len(tr.recv_many(0.05, 1024))
+        got, idle = got + n, 0 if n else idle + 1
+    q.put(got)
+    tr.close()
+
+
+def bench_send(n: int, repeat: int) -> None:
+    net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
+    g = _gradient(n)
+    frames = -(-n // K)
+    tx = UdpTransport(f"{net}.2", lanes=K)
+    best_cpu, best_wall, received = float("inf"), float("inf"), []
+    ctx = mp.get_context("fork")
+    for _ in range(repeat):
+        ready, q = ctx.Event(), ctx.Queue()
+        rx = ctx.Process(target=_drain_socket, args=(f"{net}.1", frames, ready, q))
+        rx.start()
+        ready.wait(30)
+        wk = Worker(JOB, 0, f"{net}.1", f"{net}.2", [FragmentLabel(0, 2)], lanes=K, window=1 << 30, reach=1 << 30,
+                    rto=_rto())
+        c0, t0 = time.process_time(), time.perf_counter()
+        wk.push(g)
+        tx.send_many(wk.start(0.0))
+        best_cpu = min(best_cpu, time.process_time() - c0)
+        best_wall = min(best_wall, time.perf_counter() - t0)
+        received.append(q.get(timeout=120))
+        rx.join(30)
+    tx.close()
+    gbits = n * 32 / 1e9
+    print(f"{'encode + send, UDP loopback (push+start+send_many)':<56} {gbits / best_cpu:8.3f} Gb/s/core  "
+          f"{frames / best_cpu:12,.0f} frames/s  ({gbits / best_wall:.3f} Gb/s wall; receiver got "
+          f"{min(received) / frames:.0%} of the datagrams)")
+
+
 def bench_udp(n: int, rounds: int, workers: int, window: int) -> None:
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"   # not another run's addresses
     ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(workers)]
@@ -236,7 +277,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--window", type=int, default=64, help="worker window (fragments awaiting a result)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
-    ap.add_argument("--only", default="codec,worker,ps,udp", help="comma-separated subset to run")
+    ap.add_argument("--only", default="codec,worker,ps,send,udp", help="comma-separated subset to run")
     args = ap.parse_args()
     n, only = int(args.mb * 2**20 / 4), set(args.only.split(","))
     print(f"hostlib, {K} lanes per fragment, {os.cpu_count()} CPUs, numpy {np.__version__}")
@@ -246,6 +287,8 @@ def main() -> None:
         bench_worker(n, args.repeat, args.window)
     if "ps" in only:
         bench_ps(n, args.repeat, args.workers)
+    if "send" in only:
+        bench_send(n, args.repeat)
     if "udp" in only:
         bench_udp(int(args.udp_mb * 2**20 / 4), args.rounds, args.workers, args.window)
 

@@ -198,12 +198,21 @@ def build_frame(header: InaHeader, lanes: np.ndarray, *, src_ip: str, dst_ip: st
     return frame_prefix(src_ip, dst_ip, src_mac, dst_mac, src_port, ttl, len(payload)) + payload
 
 
+_UDP_INA = struct.Struct("!2xH4x" + _HDR.format.lstrip("!"))     # UDP dst port, INA header
+_FAST_LEN = ETH_IP_UDP_LEN + HEADER_LEN
+
+
 def frame_fields(frame: bytes, lanes: int = DEFAULT_LANES) -> tuple[int, ...]:
     """The INA header of a frame as plain ints, without building objects (the agents' hot path):
     ``(flags, job_id, node_id, submodel_id, fragment_id, worker_id, fan_in, count, priority,
     bitmap, round, lanes_offset)``, where ``lanes_offset`` is the byte offset of lane 0.
 
     Raises ProtocolError exactly where :func:`parse_frame` does."""
+    if len(frame) >= _FAST_LEN + 4 * lanes and frame[14] == 0x45 and frame[23] == 17 and frame[12:14] == b"\x08\x00":
+        # what hostlib builds (no IPv4 options): one unpack for the UDP port and the header
+        v = _UDP_INA.unpack_from(frame, 34)
+        if v[0] == INA_UDP_PORT and v[1] >> 4 == INA_VERSION:
+            return v[2:] + (_FAST_LEN,)
     if len(frame) < 14 + 20 + 8 + HEADER_LEN or frame[12:14] != b"\x08\x00":
         raise ProtocolError("not an IPv4 frame long enough for INA")
     if frame[14 + 9] != 17:

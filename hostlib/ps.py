@@ -92,16 +92,13 @@ class _Entry:
     deadline: float
     timeout: float
     lanes: int
-    net_sum: np.ndarray = field(init=False)
+    net_sum: np.ndarray | None = None      # None until the first network packet (one copy, no zeros + add)
     net_bitmap: int = 0
     resend: dict[int, np.ndarray] = field(default_factory=dict)
     overflow: bool = False
     attempts: int = 0              # timeouts so far
     reminded: bool = False         # the immediate reminder a first RESEND triggers was sent
     result: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.net_sum = np.zeros(self.lanes, dtype=np.int64)
 
     @property
     def resend_bitmap(self) -> int:
@@ -220,7 +217,10 @@ class ParameterServer:
         if bitmap & e.net_bitmap:
             self.stats.count("overlap")   # cannot be split: drop whole, queries complete it
             return []
-        e.net_sum += lanes
+        if e.net_sum is None:
+            e.net_sum = lanes.astype(np.int64)
+        else:
+            e.net_sum += lanes
         e.net_bitmap |= bitmap
         e.overflow |= bool(flags & _OVERFLOW)
         return self._maybe_complete(key, e, job, now, mask)
@@ -301,7 +301,7 @@ class ParameterServer:
     def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap) != mask:
             return []
-        total = e.net_sum
+        total = e.net_sum if e.net_sum is not None else np.zeros(e.lanes, dtype=np.int64)
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
         if stand_ins:
             total = total.copy()

@@ -41,15 +41,6 @@ class FragmentLabel:
     priority: int = 0
 
 
-@dataclass(slots=True)
-class _Pending:
-    first_sent: float
-    deadline: float
-    timeout: float
-    retransmitted: bool = False
-    later_results: int = 0      # results of later fragments since it was sent ("dupACKs")
-
-
 FAST_RETRANSMIT_AFTER = 3       # later results that make a missing one count as lost (ESA §5.3)
 
 
@@ -128,11 +119,16 @@ class Worker:
         self.stats = WorkerStats()
         self._cur: _Round | None = None
         self._result = np.zeros(0, dtype=np.int64)
-        self._done = np.zeros(0, dtype=bool)
-        self._n_done = 0        # fragments with a result (done() without scanning _done)
-        # fragment index -> timer; keys ascend (inserted in send order, never re-inserted),
-        # which the fast-retransmit scan relies on
-        self._pending: dict[int, _Pending] = {}
+        self._done = bytearray()    # 1 per fragment with a result (bytearray: fast scalar access)
+        self._n_done = 0            # how many (done() without scanning _done)
+        # Fragments awaiting a result: index -> deadline. Keys ascend (inserted in send order,
+        # never re-inserted), which the fast-retransmit scan relies on. The rest of a fragment's
+        # timer lives in per-fragment lists, so sending a window costs no object per fragment.
+        self._pending: dict[int, float] = {}
+        self._first_sent: list[float] = []
+        self._timeout: list[float] = []
+        self._retransmitted = bytearray()      # Karn: no RTT sample from these
+        self._later_results: list[int] = []    # results of later fragments since it was sent ("dupACKs")
         self._base = 0          # first fragment without a result: the window's left edge
         self._next = 0          # first fragment never sent
         self._started = False
@@ -177,9 +173,12 @@ class Worker:
         self.stats = WorkerStats()
         self._result = np.zeros(g.size, dtype=np.int64)
         self._cur = _Round(rnd, sizes, self.lanes, wire, self._result, self.stats.overflowed)
-        self._done = np.zeros(len(self._cur), dtype=bool)
+        self._done = bytearray(len(self._cur))
         self._n_done = 0
+        n = len(self._cur)
         self._pending.clear()
+        self._first_sent, self._timeout = [0.0] * n, [0.0] * n
+        self._retransmitted, self._later_results = bytearray(n), [0] * n
         self._base = self._next = 0
         self._started = False
 
@@ -242,17 +241,18 @@ class Worker:
 
     def on_timer(self, now: float) -> list[bytes]:
         out = []
-        for idx, p in self._pending.items():
-            if p.deadline <= now:
-                p.retransmitted = True
-                p.timeout = self.rto.backoff(p.timeout)
-                p.deadline = now + p.timeout
+        pending, timeout = self._pending, self._timeout
+        for idx, deadline in pending.items():
+            if deadline <= now:
+                self._retransmitted[idx] = 1
+                timeout[idx] = self.rto.backoff(timeout[idx])
+                pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self.stats.resent += 1
                 out.append(self._resend(self._cur, idx))
         return out
 
     def next_deadline(self) -> float | None:
-        return min((p.deadline for p in self._pending.values()), default=None)
+        return min(self._pending.values()) if self._pending else None
 
     # ------------------------------------------------------------------ internals
     def _on_result(self, idx: int, flags: int, lanes: np.ndarray, now: float) -> list[bytes]:
@@ -262,26 +262,26 @@ class Worker:
         r = self._cur
         start, stop = r.start[idx], r.stop[idx]
         self._result[start:stop] = lanes[:stop - start]
-        self._done[idx] = True
+        self._done[idx] = 1
         self._n_done += 1
         self.stats.results += 1
         if flags & _OVERFLOW:
             self.stats.overflowed.add(idx)
-        p = self._pending.pop(idx, None)
-        if p is not None and not p.retransmitted:          # Karn: ambiguous samples are skipped
-            self.rto.sample(now - p.first_sent)
+        pending, retransmitted = self._pending, self._retransmitted
+        if pending.pop(idx, None) is not None and not retransmitted[idx]:   # Karn: skip ambiguous samples
+            self.rto.sample(now - self._first_sent[idx])
         out = []
-        sub = r.sub
-        for earlier, q in self._pending.items():
+        sub, later = r.sub, self._later_results
+        for earlier in pending:
             if earlier >= idx:
                 break                     # keys ascend: no earlier fragment is left
             # fast retransmit: results of later fragments of the same sub-model (same path, so
             # in order) overtook this one: it was probably lost
-            if not q.retransmitted and sub[earlier] == sub[idx]:
-                q.later_results += 1
-                if q.later_results >= FAST_RETRANSMIT_AFTER:
-                    q.retransmitted = True
-                    q.deadline = now + q.timeout
+            if not retransmitted[earlier] and sub[earlier] == sub[idx]:
+                later[earlier] += 1
+                if later[earlier] >= FAST_RETRANSMIT_AFTER:
+                    retransmitted[earlier] = 1
+                    pending[earlier] = now + self._timeout[earlier]
                     self.stats.resent += 1
                     self.stats.fast_resent += 1
                     out.append(self._resend(r, earlier))
@@ -293,21 +293,43 @@ class Worker:
     def _fill(self, now: float) -> list[bytes]:
         """Send never-sent fragments while fewer than ``window`` await a result, up to
         ``base + reach``."""
-        out: list[bytes] = []
-        r, pending, done = self._cur, self._pending, self._done
+        r, pending = self._cur, self._pending
         if r is None:
-            return out
-        n, window, limit = len(r), self.window, self._base + self.reach
-        while self._next < n and len(pending) < window and self._next < limit:
-            idx = self._next
-            self._next += 1
-            if done[idx]:
-                continue                  # its result arrived before we sent it (another worker's loss)
-            t = self.rto.rto
-            pending[idx] = _Pending(now, now + t, t)
+            return []
+        room, stop = self.window - len(pending), min(len(r), self._base + self.reach)
+        if room <= 0 or self._next >= stop:
+            return []
+        done, start = self._done, self._next
+        end = min(stop, start + room)
+        t = self.rto.rto                  # no sample can arrive in between: one value for all
+        if end == start + 1 and not done[start]:
+            # one result freed one slot: the steady state of a window, kept short
+            pending[start] = now + t
+            self._first_sent[start], self._timeout[start] = now, t
+            self._next = end
             self.stats.sent += 1
-            out.append(r.frame(idx))
-        return out
+            return [r.wire[start * r.frame_len:end * r.frame_len]]
+        if done.find(1, start, end) < 0:
+            send: range | list[int] = range(start, end)      # the usual case: none done yet
+            self._next = end
+        else:
+            # skip fragments whose result arrived before we sent them (another worker's loss)
+            send, i = [], start
+            while i < stop and len(send) < room:
+                if not done[i]:
+                    send.append(i)
+                i += 1
+            self._next = i
+        pending.update(dict.fromkeys(send, now + t))
+        if isinstance(send, range):
+            self._first_sent[send.start:send.stop] = [now] * len(send)
+            self._timeout[send.start:send.stop] = [t] * len(send)
+        else:
+            for idx in send:
+                self._first_sent[idx], self._timeout[idx] = now, t
+        self.stats.sent += len(send)
+        wire, size = r.wire, r.frame_len
+        return [wire[i * size:(i + 1) * size] for i in send]
 
     def _header(self, r: _Round, idx: int, node_id: int, flags: Flags) -> InaHeader:
         sub = r.sub[idx]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hostlib import protocol as P
-from hostlib.drivers import UdpTransport, _batched_io, run_udp
+from hostlib.drivers import MmsgSocket, UdpTransport, _batched_io, run_udp
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.worker import FragmentLabel, Worker
@@ -254,12 +254,21 @@ def _net() -> str:
     return f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
 
 
-def test_udp_send_many_and_recv_many_carry_what_send_and_recv_carry() -> None:
+def _mmsg_or_skip(mmsg: bool) -> None:
+    if mmsg and MmsgSocket.create(socket.socket(socket.AF_INET, socket.SOCK_DGRAM), 4, 64) is None:
+        pytest.skip("no sendmmsg/recvmmsg here")
+
+
+@pytest.mark.parametrize("mmsg", [False, True], ids=["sendto", "sendmmsg"])
+def test_udp_send_many_and_recv_many_carry_what_send_and_recv_carry(mmsg: bool) -> None:
+    _mmsg_or_skip(mmsg)
     k, net = 8, _net()
     try:
-        a, b = UdpTransport(f"{net}.1", lanes=k, batch=16), UdpTransport(f"{net}.2", lanes=k)
+        a = UdpTransport(f"{net}.1", lanes=k, batch=16, mmsg=mmsg)
+        b = UdpTransport(f"{net}.2", lanes=k, batch=16, mmsg=mmsg)
     except OSError as e:
         pytest.skip(f"cannot bind loopback UDP: {e}")
+    assert (a._mmsg is not None) == mmsg
     try:
         frames = []
         for i in range(40):
@@ -339,3 +348,35 @@ def test_run_udp_uses_per_frame_calls_of_a_transport_that_overrides_them() -> No
             tr.close()
     assert np.array_equal(wk.result_fixed(), (np.arange(10 * k) * 65536).astype(np.int64))
     assert trs[0].sent == 10 + wk.stats.resent and trs[0].received >= 10
+
+
+def test_send_many_through_sendmmsg_waits_then_counts_a_drop_like_send() -> None:
+    """sendmmsg finding the socket buffer full: wait, retry that datagram once, else drop and
+    count it (as ``send`` does) and go on with the rest."""
+    _mmsg_or_skip(True)
+    k, net = 4, _net()
+    try:
+        tx, rx = UdpTransport(f"{net}.1", lanes=k, mmsg=True), UdpTransport(f"{net}.2", lanes=k, mmsg=True)
+    except OSError as e:
+        pytest.skip(f"cannot bind loopback UDP: {e}")
+    real, calls = tx._mmsg.send, []
+
+    def full_twice(rows, offset, length, port):          # type: ignore[no-untyped-def]
+        calls.append(len(rows))
+        return 0 if len(calls) <= 2 else real(rows, offset, length, port)
+
+    tx._mmsg.send = full_twice
+    frames = [P.build_frame(P.InaHeader(1, 0, 0, i, 0, 1), np.full(k, i, np.int32), src_ip=f"{net}.1",
+                            dst_ip=f"{net}.2") for i in range(5)]
+    try:
+        tx.send_many(frames)
+        assert tx.send_dropped == 1 and calls[:2] == [5, 1]       # the retry is for one datagram
+        got: list[bytes] = []
+        for _ in range(20):
+            got += rx.recv_many(0.1)
+            if len(got) == 4:
+                break
+        assert [P.parse_frame(f, k).header.fragment_id for f in got] == [1, 2, 3, 4]
+    finally:
+        tx.close()
+        rx.close()
