@@ -149,17 +149,24 @@ def bench_ps(n: int, repeat: int, workers: int) -> None:
     # interleave the workers' fragments, as they arrive at a PS
     arrivals = [f for group in zip(*frames) for f in group]
 
-    def one_round() -> None:
+    def one_round(batch: int) -> None:
         ps = ParameterServer("10.0.0.1", {JOB: JobConfig({w: (ips[w], 0) for w in range(workers)})}, lanes=K,
                              timeout=_rto())
         out = 0
-        for f in arrivals:
-            out += len(ps.on_frame(f, 0.0))
-            ps.next_deadline()             # a driver asks after every frame
+        if batch == 1:
+            for f in arrivals:
+                out += len(ps.on_frame(f, 0.0))
+                ps.next_deadline()         # a driver asks after every frame
+        else:
+            for i in range(0, len(arrivals), batch):
+                out += len(ps.on_frames(arrivals[i:i + batch], 0.0))
+                ps.next_deadline()         # ... and after every batch
         assert out == workers * len(frames[0]) and ps.done()
 
-    t = _best(one_round, repeat)
-    _line(f"PS round, sans-IO ({workers} workers, frames in+out)", n * workers, t, 2 * len(arrivals))
+    for batch in (1, 64):
+        t = _best(lambda: one_round(batch), repeat)
+        how = "on_frame" if batch == 1 else f"on_frames x{batch}"
+        _line(f"PS round, sans-IO ({workers} workers, {how})", n * workers, t, 2 * len(arrivals))
 
 
 # ---------------------------------------------------------------------- UDP loopback

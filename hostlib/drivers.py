@@ -179,7 +179,18 @@ class MmsgSocket:
         self._rx_msgs["name"] = self._rx_names.ctypes.data + self._SOCKADDR_IN * np.arange(n)
         self._rx_msgs["iov"] = self._rx_iov.ctypes.data + self._iov_dtype.itemsize * np.arange(n)
         self._rx_msgs["iovlen"] = 1
-        self._family = np.frombuffer(np.array([socket.AF_INET], dtype=np.uint16).tobytes(), dtype=np.uint8)
+        # send side: the same, for MAX messages; addresses and payload pointers filled per call
+        m = self.MAX
+        self._tx_steps = np.arange(m, dtype=np.uintp)
+        self._tx_names = np.zeros((m, self._SOCKADDR_IN), dtype=np.uint8)
+        self._tx_names[:, 0:2] = np.frombuffer(np.array([socket.AF_INET], dtype=np.uint16).tobytes(), dtype=np.uint8)
+        self._tx_port = -1
+        self._tx_iov = np.zeros(m, dtype=self._iov_dtype)
+        self._tx_msgs = np.zeros(m, dtype=self._msg_dtype)
+        self._tx_msgs["name"] = self._tx_names.ctypes.data + self._SOCKADDR_IN * np.arange(m)
+        self._tx_msgs["namelen"] = self._SOCKADDR_IN
+        self._tx_msgs["iov"] = self._tx_iov.ctypes.data + self._iov_dtype.itemsize * np.arange(m)
+        self._tx_msgs["iovlen"] = 1
 
     @classmethod
     def create(cls, sock: socket.socket, capacity: int, bufsize: int) -> "MmsgSocket | None":
@@ -205,20 +216,14 @@ class MmsgSocket:
         Returns how many were sent, 0 if the socket buffer had no room for the first (EAGAIN)."""
         n = min(len(rows), self.MAX)
         rows = rows[:n]
-        names = np.zeros((n, self._SOCKADDR_IN), dtype=np.uint8)
-        names[:, 0:2] = self._family
-        names[:, 2] = port >> 8
-        names[:, 3] = port & 0xFF
-        names[:, 4:8] = rows[:, 30:34]
-        iov = np.empty(n, dtype=self._iov_dtype)
-        iov["base"] = rows.ctypes.data + rows.strides[0] * np.arange(n) + offset
-        iov["len"] = length
-        msgs = np.zeros(n, dtype=self._msg_dtype)
-        msgs["name"] = names.ctypes.data + self._SOCKADDR_IN * np.arange(n)
-        msgs["namelen"] = self._SOCKADDR_IN
-        msgs["iov"] = iov.ctypes.data + self._iov_dtype.itemsize * np.arange(n)
-        msgs["iovlen"] = 1
-        r = self._libc.sendmmsg(self.sock.fileno(), msgs.ctypes.data, n, 0)
+        if self._tx_port != port:
+            self._tx_names[:, 2], self._tx_names[:, 3] = port >> 8, port & 0xFF
+            self._tx_port = port
+        # only the destinations and the payload addresses change from call to call
+        self._tx_names[:n, 4:8] = rows[:, 30:34]
+        np.add(self._tx_steps[:n] * rows.strides[0], rows.ctypes.data + offset, out=self._tx_iov["base"][:n])
+        self._tx_iov["len"][:n] = length
+        r = self._libc.sendmmsg(self.sock.fileno(), self._tx_msgs.ctypes.data, n, 0)
         if r < 0:
             err = ctypes.get_errno()
             if err in (errno.EAGAIN, errno.EWOULDBLOCK):         # no room now

@@ -396,11 +396,11 @@ def build_frames(headers: np.ndarray, lanes: np.ndarray, *, src_ip: str, dst_ip:
     return frames.tobytes()
 
 
-def parse_frames(frames: Sequence[bytes], lanes: int = DEFAULT_LANES) -> tuple[np.ndarray, np.ndarray]:
-    """Decode many INA frames at once: ``(headers, lanes)``, a :data:`HEADER_DTYPE` array and an
-    n × ``lanes`` int32 array. Every frame must be an option-less Ethernet/IPv4/UDP/INA frame of
-    exactly ``42 + 24 + 4·lanes`` bytes (what hostlib builds); ProtocolError names the first
-    that is not (decode such frames one by one with :func:`parse_frame`)."""
+def frame_records(frames: Sequence[bytes], lanes: int = DEFAULT_LANES) -> np.ndarray:
+    """Many INA frames as one :func:`frame_dtype` record array (fields ``hdr``, ``lanes``), in
+    one copy. Every frame must be an option-less Ethernet/IPv4/UDP/INA frame of exactly
+    ``42 + 24 + 4·lanes`` bytes (what hostlib builds); ProtocolError names the first that is
+    not (decode such frames one by one with :func:`parse_frame`)."""
     dt = frame_dtype(lanes)
     if any(len(f) != dt.itemsize for f in frames):
         i = next(i for i, f in enumerate(frames) if len(f) != dt.itemsize)
@@ -411,5 +411,11 @@ def parse_frames(frames: Sequence[bytes], lanes: int = DEFAULT_LANES) -> tuple[n
           & (raw[:, ETH_IP_UDP_LEN] >> 4 == INA_VERSION))
     if not ok.all():
         raise ProtocolError(f"frame {int(np.argmin(ok))} is not an option-less INA frame of version {INA_VERSION}")
-    rec = raw.reshape(-1).view(dt)
+    return raw.reshape(-1).view(dt)
+
+
+def parse_frames(frames: Sequence[bytes], lanes: int = DEFAULT_LANES) -> tuple[np.ndarray, np.ndarray]:
+    """Decode many INA frames at once: ``(headers, lanes)``, a :data:`HEADER_DTYPE` array and an
+    n × ``lanes`` int32 array; the frames as :func:`frame_records` requires them."""
+    rec = frame_records(frames, lanes)
     return rec["hdr"].copy(), rec["lanes"].astype(np.int32)

@@ -51,7 +51,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
-                       InaHeader, ProtocolError, build_frame, frame_fields, frame_lanes, frame_prefix, pack_header)
+                       InaHeader, ProtocolError, build_frame, frame_fields, frame_lanes, frame_prefix, frame_records,
+                       pack_header)
 from .rto import RtoEstimator
 
 Key = tuple[int, int, int, int]     # (job, round, sub-model, fragment)
@@ -176,10 +177,36 @@ class ParameterServer:
 
     def on_frame(self, frame: bytes, now: float) -> list[bytes]:
         try:
-            (flags, job_id, _, sub, frag, worker, _, count, _, bitmap, rnd, off) = frame_fields(frame, self.lanes)
+            f = frame_fields(frame, self.lanes)
         except ProtocolError:
             self.stats.count("invalid")
             return []
+        return self._handle(f[0], f[1], f[3], f[4], f[5], f[7], f[9], f[10], frame_lanes(frame, f[11], self.lanes),
+                            now)
+
+    def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
+        """``on_frame`` for each of ``frames`` (one driver wake-up), the replies concatenated.
+
+        Decodes the batch in one numpy pass (headers to ints in one call, lanes to int64 in one
+        conversion) where every frame has hostlib's layout; the per-frame logic is on_frame's."""
+        out: list[bytes] = []
+        try:
+            rec = frame_records(frames, self.lanes) if len(frames) > 1 else None
+        except ProtocolError:
+            rec = None                    # some frame needs on_frame's checks and counters
+        if rec is None:
+            for frame in frames:
+                out += self.on_frame(frame, now)
+            return out
+        lanes = rec["lanes"].astype(np.int64)
+        handle = self._handle
+        for i, (_, flags, job_id, _, sub, frag, worker, _, count, _, bitmap, rnd) in enumerate(rec["hdr"].tolist()):
+            out += handle(flags, job_id, sub, frag, worker, count, bitmap, rnd, lanes[i], now)
+        return out
+
+    def _handle(self, flags: int, job_id: int, sub: int, frag: int, worker: int, count: int, bitmap: int, rnd: int,
+                lanes: np.ndarray, now: float) -> list[bytes]:
+        """One decoded frame (``lanes``: its K lanes, any integer dtype, not kept)."""
         job = self.jobs.get(job_id)
         if job is None:
             self.stats.count("foreign")
@@ -206,7 +233,6 @@ class ParameterServer:
         if e is None:
             t = self.timeout.rto
             e = self._entries[key] = self._open[key] = _Entry(now, now + t, t, self.lanes)
-        lanes = frame_lanes(frame, off, self.lanes)
         if kind == "resend":
             return self._on_resend(key, e, job, worker, lanes, now)
         if kind == "result_copy":
@@ -224,13 +250,6 @@ class ParameterServer:
         e.net_bitmap |= bitmap
         e.overflow |= bool(flags & _OVERFLOW)
         return self._maybe_complete(key, e, job, now, mask)
-
-    def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
-        """``on_frame`` for each of ``frames`` (one driver wake-up), the replies concatenated."""
-        out: list[bytes] = []
-        for f in frames:
-            out += self.on_frame(f, now)
-        return out
 
     def on_timer(self, now: float) -> list[bytes]:
         out = []
