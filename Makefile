@@ -25,6 +25,7 @@ bench: setup
 	$(PY) benchmarks/bench_p4sim.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_ina.py
+	$(PY) benchmarks/bench_hostlib.py
 
 # Paper reproductions (docs/results.md): CSV, Markdown and PNG under results/.
 reproduce: setup

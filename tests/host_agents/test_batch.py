@@ -380,3 +380,32 @@ def test_send_many_through_sendmmsg_waits_then_counts_a_drop_like_send() -> None
     finally:
         tx.close()
         rx.close()
+
+
+def test_ps_on_frames_with_odd_frames_in_the_batch_matches_on_frame() -> None:
+    """A batch that is not all hostlib-layout frames (garbage, IPv4 options, another job, a
+    RESEND, a late copy) goes frame by frame: the same replies, results and counters."""
+    k = 8
+    cfg = {4: JobConfig({0: ("10.0.0.1", 0), 1: ("10.0.0.2", 0)}, {3: "10.0.0.1"})}
+
+    def frame(job: int, frag: int, worker: int, flags: P.Flags = P.Flags(0), value: int = 1) -> bytes:
+        h = P.InaHeader(job, 0 if flags & P.Flags.RESEND else 3, 0, frag, worker, 2, 1, 0, 1 << worker, flags)
+        return P.build_frame(h, np.full(k, value * (worker + 1), np.int32), src_ip="10.0.0.9", dst_ip="10.0.9.1")
+
+    plain = frame(4, 1, 1)
+    with_options = plain[:14] + bytes([0x46]) + plain[15:34] + bytes(4) + plain[34:]     # IHL 6: valid, not batchable
+    batches = [
+        [frame(4, 0, 0), frame(4, 0, 1), frame(4, 0, 1), frame(9, 0, 0), b"garbage"],
+        [frame(4, 1, 0), with_options, frame(4, 1, 1, P.Flags.RESEND)],
+        [frame(4, 2, 1, P.Flags.RESEND), frame(4, 2, 0), frame(4, 2, 1)],
+    ]
+    a = ParameterServer("10.0.9.1", cfg, lanes=k)
+    b = ParameterServer("10.0.9.1", cfg, lanes=k)
+    for batch in batches:
+        assert a.on_frames(batch, 0.5) == [r for f in batch for r in b.on_frame(f, 0.5)]
+    assert a.stats == b.stats
+    assert a.stats.received == {"plain": 7, "foreign": 1, "invalid": 1, "late": 2, "resend": 2}
+    assert a.stats.results_resent == 1 and a.stats.completed == 3
+    for frag in range(3):
+        assert np.array_equal(a.result(4, 0, frag), b.result(4, 0, frag))
+    assert a.incomplete() == b.incomplete() and a.next_deadline() == b.next_deadline()
