@@ -2,7 +2,7 @@
 
   encode   float32 gradient -> int32 fixed-point lanes -> Ethernet/IPv4/UDP/INA frames
   decode   frames -> header + int32 lanes -> accumulated into a result array
-  worker   Worker.push + start + on_frame for every result of one round (sans-IO)
+  worker   Worker.push + start + on_frame for every result of one round + result_fixed (sans-IO)
   ps       ParameterServer consuming one round of frames from N workers (sans-IO)
   send     Worker.push + start + UdpTransport.send_many of every first copy (encode + send;
            a second process drains the receiving socket)
@@ -132,7 +132,7 @@ def bench_worker(n: int, repeat: int, window: int) -> None:
         sent = len(wk.start(0.0))
         for r in results:                  # results in order, as a loss-free PS sends them
             sent += len(wk.on_frame(r, 0.0))
-        assert wk.done() and sent == len(results)
+        assert wk.done() and sent == len(results) and wk.result_fixed().size == n
         return sent
 
     _line(f"worker round, sans-IO (push+frames+results, W={window})", n, _best(one_round, repeat), len(results))

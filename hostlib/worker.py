@@ -52,11 +52,10 @@ class _Round:
     the results. Plain lists of ints, not an object per fragment: a round of a large model has
     hundreds of thousands of fragments and the hot path only ever indexes them."""
 
-    __slots__ = ("number", "sub", "start", "stop", "first", "count", "wire", "frame_len", "result",
+    __slots__ = ("number", "sub", "start", "stop", "first", "count", "wire", "frame_len", "lanes", "results",
                  "overflowed")
 
-    def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, result: np.ndarray,
-                 overflowed: set[int]) -> None:
+    def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, overflowed: set[int]) -> None:
         sub, _, start, stop = fragment_layout(sizes, lanes)
         self.number = number
         self.sub: list[int] = sub.tolist()
@@ -67,7 +66,10 @@ class _Round:
         self.first: list[int] = [0, *accumulate(counts)][:len(counts)]      # each sub-model's first fragment
         self.wire = wire                                   # every first copy, back to back
         self.frame_len = len(wire) // len(self.sub) if self.sub else 0
-        self.result = result
+        self.lanes = lanes
+        # every result's lanes as they came off the wire (big-endian int32, one row per
+        # fragment): a result costs one bytes copy here, the conversion happens once per read
+        self.results = bytearray(4 * lanes * len(self.sub))
         self.overflowed = overflowed
 
     def __len__(self) -> int:
@@ -81,8 +83,25 @@ class _Round:
     def frame(self, idx: int) -> bytes:
         return self.wire[idx * self.frame_len:(idx + 1) * self.frame_len]
 
-    def lanes(self, idx: int, lanes: int) -> np.ndarray:
-        return frame_lanes(self.wire, (idx + 1) * self.frame_len - 4 * lanes, lanes)
+    def contribution(self, idx: int) -> np.ndarray:
+        """Our lanes of fragment ``idx`` (a view into the first copy)."""
+        return frame_lanes(self.wire, (idx + 1) * self.frame_len - 4 * self.lanes, self.lanes)
+
+    def result_lanes(self, idx: int) -> np.ndarray:
+        """Fragment ``idx``'s result, K int32 lanes, zero past the fragment's values."""
+        out = np.frombuffer(self.results, dtype=">i4", count=self.lanes, offset=4 * self.lanes * idx).astype(np.int32)
+        out[self.stop[idx] - self.start[idx]:] = 0
+        return out
+
+    def result_fixed(self) -> np.ndarray:
+        """The results in gradient order (int64; zeros where none arrived yet)."""
+        rows = np.frombuffer(self.results, dtype=">i4").reshape(len(self.sub), self.lanes)
+        size = self.stop[-1] if self.sub else 0
+        if all((b - a) == self.lanes for a, b in zip(self.start[:-1], self.stop[:-1])):
+            return rows.reshape(-1)[:size].astype(np.int64)      # only the last row may be short
+        # fragments tile the gradient in order, so the used lanes, row after row, are the gradient
+        used = np.arange(self.lanes) < (np.array(self.stop) - np.array(self.start))[:, None]
+        return rows[used].astype(np.int64)
 
 
 @dataclass
@@ -118,7 +137,6 @@ class Worker:
         self.rto = rto or RtoEstimator()
         self.stats = WorkerStats()
         self._cur: _Round | None = None
-        self._result = np.zeros(0, dtype=np.int64)
         self._done = bytearray()    # 1 per fragment with a result (bytearray: fast scalar access)
         self._n_done = 0            # how many (done() without scanning _done)
         # Fragments awaiting a result: index -> deadline. Keys ascend (inserted in send order,
@@ -171,8 +189,7 @@ class Worker:
             self._previous = self._cur
         self.round = rnd
         self.stats = WorkerStats()
-        self._result = np.zeros(g.size, dtype=np.int64)
-        self._cur = _Round(rnd, sizes, self.lanes, wire, self._result, self.stats.overflowed)
+        self._cur = _Round(rnd, sizes, self.lanes, wire, self.stats.overflowed)
         self._done = bytearray(len(self._cur))
         self._n_done = 0
         n = len(self._cur)
@@ -187,11 +204,11 @@ class Worker:
 
     def result_fixed(self) -> np.ndarray:
         """The aggregated gradient in fixed point (int64, one value per gradient element)."""
-        return self._result.copy()
+        return self._cur.result_fixed() if self._cur is not None else np.zeros(0, dtype=np.int64)
 
     def result(self) -> np.ndarray:
         """The aggregated gradient as floats (valid once ``done``)."""
-        return decode_lanes(self._result, self.scale_bits)
+        return decode_lanes(self.result_fixed(), self.scale_bits)
 
     # ------------------------------------------------------------------ sans-IO core
     def start(self, now: float) -> list[bytes]:
@@ -219,7 +236,7 @@ class Worker:
             self.stats.ignored += 1
         elif flags & _RESULT:
             if r is cur:
-                return self._on_result(idx, flags, frame_lanes(frame, off, self.lanes), now)
+                return self._on_result(idx, flags, frame, off, now)
             self.stats.duplicate_results += 1
         elif flags & _REMINDER and node == 0 and worker == self.worker_id:
             # the PS's query (node 0 = the PS itself): it lacks this fragment. ESA §5.3 case 2:
@@ -255,13 +272,13 @@ class Worker:
         return min(self._pending.values()) if self._pending else None
 
     # ------------------------------------------------------------------ internals
-    def _on_result(self, idx: int, flags: int, lanes: np.ndarray, now: float) -> list[bytes]:
+    def _on_result(self, idx: int, flags: int, frame: bytes, off: int, now: float) -> list[bytes]:
         if self._done[idx]:
             self.stats.duplicate_results += 1      # idempotent: the first copy already counted
             return []
         r = self._cur
-        start, stop = r.start[idx], r.stop[idx]
-        self._result[start:stop] = lanes[:stop - start]
+        size = 4 * self.lanes
+        r.results[idx * size:(idx + 1) * size] = frame[off:off + size]
         self._done[idx] = 1
         self._n_done += 1
         self.stats.results += 1
@@ -340,8 +357,7 @@ class Worker:
     def _result_copy(self, r: _Round, idx: int) -> bytes:
         """Our copy of a fragment's result, for the PS to pass on (RESULT|RESEND: no switch
         touches it)."""
-        lanes = np.zeros(self.lanes, dtype=np.int32)
-        lanes[:r.stop[idx] - r.start[idx]] = r.result[r.start[idx]:r.stop[idx]]
+        lanes = r.result_lanes(idx)
         flags = Flags.RESULT | Flags.RESEND | (Flags.OVERFLOW if idx in r.overflowed else Flags(0))
         return build_frame(self._header(r, idx, 0, flags), lanes, src_ip=self.ip, dst_ip=self.ps_ip,
                            src_mac=self.mac, dst_mac=self.gateway_mac)
@@ -350,5 +366,5 @@ class Worker:
         """A retransmission of our contribution, straight to the PS: node 0 so no pinned
         per-node route or aggregation applies."""
         assert r is not None
-        return build_frame(self._header(r, idx, 0, Flags.RESEND), r.lanes(idx, self.lanes), src_ip=self.ip,
+        return build_frame(self._header(r, idx, 0, Flags.RESEND), r.contribution(idx), src_ip=self.ip,
                            dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)

@@ -409,3 +409,30 @@ def test_ps_on_frames_with_odd_frames_in_the_batch_matches_on_frame() -> None:
     for frag in range(3):
         assert np.array_equal(a.result(4, 0, frag), b.result(4, 0, frag))
     assert a.incomplete() == b.incomplete() and a.next_deadline() == b.next_deadline()
+
+
+@pytest.mark.parametrize("sizes", [[24], [20], [8, 16, 3], [5, 0, 13, 8], [0, 0]])
+def test_worker_result_fixed_puts_each_result_at_its_fragment(sizes: list[int]) -> None:
+    k = 8
+    wk = Worker(1, 0, "10.0.9.1", "10.0.0.1", dict.fromkeys(range(len(sizes)), FragmentLabel(0, 2)), lanes=k,
+                window=100)
+    wk.push(np.zeros(sum(sizes)), sizes)
+    wk.start(0.0)
+    rng = np.random.default_rng(sum(sizes))
+    want, off = np.zeros(sum(sizes), np.int64), 0
+    order = []
+    for sub, size in enumerate(sizes):
+        for f, s in enumerate(range(off, off + size, k)):
+            lanes = rng.integers(P.INT32_MIN, P.INT32_MAX, k, endpoint=True, dtype=np.int64).astype(np.int32)
+            n = min(k, off + size - s)
+            want[s:s + n] = lanes[:n]                       # padding lanes of a result are not gradient
+            h = P.InaHeader(1, 0, sub, f, 255, 2, 2, 0, 0b11, P.Flags.RESULT)
+            order.append((s, n, P.build_frame(h, lanes, src_ip="10.0.9.1", dst_ip="10.0.0.1")))
+        off += size
+    partial = np.zeros_like(want)
+    for s, n, frame in reversed(order):                     # any arrival order
+        wk.on_frame(frame, 0.1)
+        partial[s:s + n] = want[s:s + n]
+        assert np.array_equal(wk.result_fixed(), partial)   # what arrived, zeros elsewhere
+    assert wk.done() and np.array_equal(wk.result_fixed(), want)
+    assert np.array_equal(wk.result(), want / 65536.0)
