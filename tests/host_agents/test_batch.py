@@ -436,3 +436,41 @@ def test_worker_result_fixed_puts_each_result_at_its_fragment(sizes: list[int]) 
         assert np.array_equal(wk.result_fixed(), partial)   # what arrived, zeros elsewhere
     assert wk.done() and np.array_equal(wk.result_fixed(), want)
     assert np.array_equal(wk.result(), want / 65536.0)
+
+
+def test_ps_on_frames_defers_results_to_the_end_of_the_batch_with_the_same_bytes() -> None:
+    """Completions inside on_frames are computed together at the end of the batch: a RESEND
+    answered from a result completed earlier in the same batch, saturation, a late copy, a
+    completion through a resend stand-in and a new round in the middle all give on_frame's
+    frames, in on_frame's order."""
+    k = 8
+    cfg = {4: JobConfig({0: ("10.0.0.1", 0), 1: ("10.0.0.2", "02:00:00:00:00:02")}, {3: "10.0.0.1"})}
+
+    def frame(frag: int, worker: int, value: int, flags: P.Flags = P.Flags(0), rnd: int = 0) -> bytes:
+        h = P.InaHeader(4, 0 if flags & P.Flags.RESEND else 3, 1, frag, worker, 2, 1, 0, 1 << worker, flags, rnd)
+        return P.build_frame(h, np.full(k, value, np.int32), src_ip="10.0.0.9", dst_ip="10.0.9.1")
+
+    big = P.INT32_MAX - 5
+    batches = [
+        [frame(0, 0, 1), frame(0, 1, 2), frame(0, 1, 2, P.Flags.RESEND), frame(1, 0, big), frame(1, 1, big),
+         frame(0, 0, 1), frame(2, 1, -big), frame(2, 0, -big, P.Flags.OVERFLOW)],
+        [frame(3, 0, 7, P.Flags.RESEND), frame(3, 1, 8), frame(4, 0, 1, rnd=1), frame(4, 1, 1, rnd=1),
+         frame(1, 0, big, P.Flags.RESEND)],
+    ]
+    a = ParameterServer("10.0.9.1", cfg, lanes=k)
+    b = ParameterServer("10.0.9.1", cfg, lanes=k)
+    for batch in batches:
+        got = a.on_frames(batch, 0.25)
+        assert all(isinstance(f, bytes) for f in got)
+        assert got == [r for f in batch for r in b.on_frame(f, 0.25)]
+    assert a.stats == b.stats and a.stats.completed == 5 and a.stats.results_resent == 2
+    # round 0 is now the previous round: a worker that lost its saturated result is still served
+    sat = [P.parse_frame(f, k) for f in a.on_frames([frame(1, 1, 0, P.Flags.RESEND), frame(1, 1, 0, P.Flags.RESEND)],
+                                                    0.3)]
+    assert [(p.dst_ip, p.header.round, p.header.flags) for p in sat] == [("10.0.0.2", 0, P.Flags.RESULT | P.Flags.OVERFLOW)] * 2
+    assert all(p.lanes.tolist() == [P.INT32_MAX] * k for p in sat)
+    for frag, rnd in ((0, 0), (1, 0), (2, 0), (3, 0), (4, 1)):
+        ra, rb = a.result(4, 1, frag, rnd), b.result(4, 1, frag, rnd)
+        assert ra is not None and ra.dtype == np.int32 and np.array_equal(ra, rb)
+    assert a.result(4, 1, 1, 0).tolist() == [P.INT32_MAX] * k and a.result(4, 1, 2, 0).tolist() == [P.INT32_MIN] * k
+    assert a.result(4, 1, 3, 0).tolist() == [15] * k
