@@ -5,7 +5,9 @@
   is exercised deterministically and without tc netem.
 * ``UdpTransport`` / ``run_udp``: real time over a UDP socket bound to the INA port (loopback
   tests; Mininet hosts). The socket carries the INA header and lanes; the Ethernet/IPv4/UDP
-  headers the agents build are the kernel's business here.
+  headers the agents build are the kernel's business here. Each wake-up moves a batch: every
+  datagram waiting (recvmmsg, or recvfrom until EAGAIN), the agent's ``on_frames``, all
+  replies in one sendmmsg (``MmsgSocket``; sendto where it is missing).
 """
 from __future__ import annotations
 
