@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -37,23 +37,42 @@ UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire p
 
 
 class CountingTransport(UdpTransport):
-    """UdpTransport that counts datagrams and wire bytes each way."""
+    """UdpTransport that counts datagrams and wire bytes each way (batched calls included, so
+    run_udp keeps its many-frames-per-system-call path)."""
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.counts = {"tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "rx_bytes": 0}
+        self._in_batch = False          # send_many may fall back to send: count once
+
+    def _count(self, way: str, frames: list[bytes]) -> None:
+        self.counts[f"{way}_packets"] += len(frames)
+        self.counts[f"{way}_bytes"] += sum(len(f) for f in frames)
 
     def send(self, frame: bytes) -> None:
         super().send(frame)
-        self.counts["tx_packets"] += 1
-        self.counts["tx_bytes"] += len(frame)
+        if not self._in_batch:
+            self._count("tx", [frame])
+
+    def send_many(self, frames: Iterable[bytes]) -> None:
+        frames = list(frames)
+        self._in_batch = True
+        try:
+            super().send_many(frames)
+        finally:
+            self._in_batch = False
+        self._count("tx", frames)
 
     def recv(self, timeout: float) -> bytes | None:
         frame = super().recv(timeout)
         if frame is not None:
-            self.counts["rx_packets"] += 1
-            self.counts["rx_bytes"] += len(frame)
+            self._count("rx", [frame])
         return frame
+
+    def recv_many(self, timeout: float, max_frames: int | None = None) -> list[bytes]:
+        frames = super().recv_many(timeout, max_frames)
+        self._count("rx", frames)
+        return frames
 
 
 ROUND_SEED_STRIDE = 1_000_003      # round r's gradient of the worker seeded s: gradient(s + r * stride)
