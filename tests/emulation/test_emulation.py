@@ -7,20 +7,14 @@ root or when Mininet is not installed / cannot build a network here.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from mininet_guard import require_mininet
 
-if os.geteuid() != 0:
-    pytest.skip("Mininet needs root", allow_module_level=True)
-try:
-    from emulation.net import EmuNet, mininet_unavailable_reason
-except ImportError as e:            # Debian package mininet missing
-    pytest.skip(f"Mininet not importable: {e}", allow_module_level=True)
-if mininet_unavailable_reason():
-    pytest.skip(mininet_unavailable_reason() or "", allow_module_level=True)
+require_mininet()
+from emulation.net import EmuNet  # noqa: E402
 
 from controller.deploy import deploy_plan, ina_fraction  # noqa: E402
 from controller.schemes import run_scheme  # noqa: E402

@@ -4,19 +4,13 @@ step's INA mean checked against gloo's mean of the same local gradients, then th
 training with gloo over the same hosts. Skipped when not root or without Mininet."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from mininet_guard import require_mininet
 
-if os.geteuid() != 0:
-    pytest.skip("Mininet needs root", allow_module_level=True)
-try:
-    from emulation.net import EmuNet, mininet_unavailable_reason
-except ImportError as e:            # Debian package mininet missing
-    pytest.skip(f"Mininet not importable: {e}", allow_module_level=True)
-if mininet_unavailable_reason():
-    pytest.skip(mininet_unavailable_reason() or "", allow_module_level=True)
+require_mininet()
+from emulation.net import EmuNet  # noqa: E402
 
 from controller.deploy import ina_fraction  # noqa: E402
 from emulation.install import install  # noqa: E402
