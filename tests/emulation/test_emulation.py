@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from mininet_guard import require_mininet
+from mininet_guard import require_mininet, running_net
 
 require_mininet()
 from emulation.net import EmuNet  # noqa: E402
@@ -27,16 +27,8 @@ MB = 0.01
 @pytest.fixture
 def k2(tmp_path: Path) -> Iterator[tuple[EmuNet, object, object]]:
     topo, job = fattree_setup(2, 3, MB, programmable_fraction=1.0, hosts_per_edge=2)
-    net = EmuNet(topo, bw_scale=5000, log_dir=tmp_path / "logs")
-    try:
-        try:
-            net.build()
-        except Exception as e:                       # Mininet itself cannot create the net here
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        net.start(timeout=60)
+    with running_net(topo, tmp_path / "logs") as net:
         yield net, topo, job
-    finally:
-        net.stop()                                   # our PIDs only, then Mininet's nodes/links
 
 
 def test_goat_plan_on_mininet_gives_exact_results(k2, tmp_path: Path) -> None:
@@ -59,21 +51,12 @@ def test_five_rounds_at_one_percent_loss_per_port_are_all_exact(scheme: str, tmp
     """Training-length run (issue: rounds mixed, loss stalled recovery): 5 rounds with fresh
     gradients, every switch port dropping 1 % of frames; every round exact on every worker."""
     topo, job = fattree_setup(2, 3, MB, programmable_fraction=1.0, hosts_per_edge=2)
-    net = EmuNet(topo, bw_scale=5000, log_dir=tmp_path / "logs")
-    net.with_switch_options(drop_rate=0.01, seed=7)
-    try:
-        try:
-            net.build()
-        except Exception as e:
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        net.start(timeout=60)
+    with running_net(topo, tmp_path / "logs", drop_rate=0.01, seed=7) as net:
         plan = run_scheme(scheme, topo, [job])
         dep = deploy_plan(topo, job, plan, total_elements=int(MB * 1e6 / 4))
         assert install(net, dep.ops) > 0
         res = run_allreduce(net, dep, tmp_path / "run", window=4, seed=3, timeout=60, rounds=5,
                             rto={"initial": 0.3, "minimum": 0.1, "maximum": 1.0})
-    finally:
-        net.stop()
     rounds = res.per_round()
     assert len(rounds) == 5 and all(r["exact"] for r in rounds), rounds
     assert res.exact and all(w["done"] for w in res.workers)

@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mininet_guard import require_mininet
+from mininet_guard import require_mininet, running_net
 
 require_mininet()
-from emulation.net import EmuNet  # noqa: E402
 
 from controller.deploy import ina_fraction  # noqa: E402
 from emulation.install import install  # noqa: E402
@@ -24,20 +23,12 @@ def test_two_workers_train_through_p4sim_switches_like_gloo(tmp_path: Path) -> N
     fd = plan_and_deploy(topo, job, "goat")
     dep = fd.jobs[0]
     assert dep.ina_switches, "GOAT placed no sub-model on a switch"
-    net = EmuNet(topo, bw_scale=5000, log_dir=tmp_path / "logs")
-    try:
-        try:
-            net.build()
-        except Exception as e:                       # Mininet itself cannot create the net here
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        net.start(timeout=60)
+    with running_net(topo, tmp_path / "logs") as net:
         assert install(net, fd.ops) > 0
         spec = ina_job(dep)
         extra = ["--timeout", "60"]
         ina = run_mode(net, dep, spec, "ina", tmp_path / "runs", steps=STEPS, verify=True, timeout=80, extra=extra)
         gloo = run_mode(net, dep, spec, "gloo", tmp_path / "runs", steps=STEPS, timeout=60, extra=extra)
-    finally:
-        net.stop()                                   # our PIDs only, then Mininet's nodes/links
     for ranks in (ina["rows"], gloo["rows"]):
         assert [len(r) for r in ranks] == [STEPS, STEPS]
     for rank in ina["rows"]:
