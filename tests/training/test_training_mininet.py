@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from mininet_guard import require_mininet, running_net
 
 require_mininet()
