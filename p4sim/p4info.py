@@ -24,7 +24,7 @@ import argparse
 import re
 import sys
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend)
 from p4sim.errors import CompileError, P4SimError
@@ -261,10 +261,36 @@ def _struct_spec(type_info: p4types_pb2.P4TypeInfo, name: str,
     return spec
 
 
+def exposed_actions(info: ProgramInfo) -> dict[str, bool]:
+    """The actions p4c's P4Info lists, each mapped to whether it keeps its parameters.
+
+    p4c serializes the actions that survive its front end (``frontends/p4/frontend.cpp``):
+    ``InlineActions`` inlines every action called from another action's body,
+    ``LocalizeAllActions`` gives each user (a table, or one call in an apply block) its own
+    copy, ``RemoveActionParameters`` turns the directional parameters of a table's copy, and
+    *all* parameters of a directly called copy, into locals, and ``RemoveAllUnusedDeclarations``
+    drops what nothing references any more. The serializer then keeps the first copy of each
+    control-plane name (``control-plane/p4RuntimeSerializer.cpp``, ``addAction``); a control's
+    tables come before its apply block, so a table's copy wins over a direct call's.
+
+    Hence: an action used by a table keeps its directionless parameters (``ActionInfo.params``
+    already leaves out directional ones); an action only called from an apply block is listed
+    with no parameters; an action only called from other actions, or never used, is absent.
+    """
+    exposed: dict[str, bool] = {}
+    for t in info.tables.values():
+        for ref in t.actions:
+            exposed[ref.name] = True
+    for name in info.direct_calls:
+        exposed.setdefault(name, False)
+    return exposed
+
+
 def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     """Build the P4Info message describing ``info``'s control-plane API."""
     tables = {n: t for n, t in info.tables.items() if not _is_hidden(t)}
-    actions = {n: a for n, a in info.actions.items() if not _is_hidden(a)}
+    exposed = exposed_actions(info)
+    actions = {n: a for n, a in info.actions.items() if n in exposed and not _is_hidden(a)}
     counters = {n: c for n, c in info.counters.items() if not c.direct_table}
     direct_counters = {n: c for n, c in info.counters.items() if c.direct_table}
     meters = {n: m for n, m in info.meters.items() if not m.direct_table}
@@ -356,7 +382,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     for a in actions.values():
         msg = p4info.actions.add()
         preamble(msg, ACTION, a.name, a.annotations)
-        for pid, param in zip(_field_ids([None] * len(a.params)), a.params):
+        params = a.params if exposed[a.name] else []
+        for pid, param in zip(_field_ids([None] * len(params)), params):
             p = msg.params.add()
             p.id = pid
             p.name = param.name
@@ -423,6 +450,47 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     return p4info
 
 
+# ---------------------------------------------------------------- comparison
+
+
+def p4info_differences(ours: Any, theirs: Any) -> list[str]:
+    """Entity-by-entity differences between two P4Infos (matched by kind and name), one line
+    each: ``ours`` is p4sim's, ``theirs`` p4c's (e.g. ``p4c-bm2-ss --p4runtime-files``)."""
+    def describe(kind: str, e: Any) -> tuple:
+        base = (e.preamble.id, e.preamble.alias)
+        if kind == "tables":
+            return base + (tuple((m.id, m.name, m.bitwidth, m.match_type, m.other_match_type)
+                                 for m in e.match_fields),
+                           tuple(r.id for r in e.action_refs), tuple(r.scope for r in e.action_refs),
+                           e.const_default_action_id, tuple(e.direct_resource_ids), e.size,
+                           e.is_const_table)
+        if kind == "actions":
+            return base + (tuple((p.id, p.name, p.bitwidth) for p in e.params),)
+        if kind == "controller_packet_metadata":
+            return base + (tuple((m.id, m.name, m.bitwidth) for m in e.metadata),)
+        if kind in ("counters", "meters"):
+            return base + (e.spec.unit, e.size)
+        if kind in ("direct_counters", "direct_meters"):
+            return base + (e.spec.unit, e.direct_table_id)
+        if kind == "registers":
+            return base + (e.size, e.type_spec.SerializeToString())
+        return base
+    kinds = ["tables", "actions", "counters", "direct_counters", "meters", "direct_meters",
+             "registers", "digests", "controller_packet_metadata", "value_sets"]
+    out = []
+    for kind in kinds:
+        a = {e.preamble.name: describe(kind, e) for e in getattr(ours, kind)}
+        b = {e.preamble.name: describe(kind, e) for e in getattr(theirs, kind)}
+        for name in sorted(set(a) | set(b)):
+            if name not in b:
+                out.append(f"{kind} {name}: only in p4sim's P4Info")
+            elif name not in a:
+                out.append(f"{kind} {name}: only in p4c's P4Info")
+            elif a[name] != b[name]:
+                out.append(f"{kind} {name}: p4sim {a[name]} != p4c {b[name]}")
+    return out
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -473,6 +541,27 @@ def format_p4info(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
     raise ValueError(f"unknown P4Info format {fmt!r}")
 
 
+def _compare(p4info: p4info_pb2.P4Info, path: str) -> int:
+    from google.protobuf import text_format
+
+    cls = p4info_message_class()
+    try:
+        with open(path, encoding="utf-8") as f:
+            theirs = text_format.Parse(f.read(), cls())
+    except text_format.ParseError as exc:
+        print(f"p4sim p4info: {path}: not a P4Info in text format: {exc}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError:
+        print(f"p4sim p4info: {path}: not a P4Info in text format (not UTF-8)", file=sys.stderr)
+        return 2
+    diff = p4info_differences(cls.FromString(p4info.SerializeToString()), theirs)
+    for line in diff:
+        print(f"{path}: {line}")
+    if not diff:
+        print(f"{path}: p4sim's P4Info agrees entity by entity")
+    return 1 if diff else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m p4sim p4info PROGRAM.p4 [--arch A] [-I DIR]... [-o FILE] [--format F]``."""
     args_in = list(sys.argv[1:] if argv is None else argv)
@@ -486,15 +575,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                         metavar="DIR", help="add DIR to the include search path")
     parser.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
     parser.add_argument("--format", choices=["text", "binary", "json"], default="text")
+    parser.add_argument("--compare", metavar="P4INFO.txtpb",
+                        help="instead of writing, compare with a P4Info in text format (e.g. "
+                             "p4c's --p4runtime-files output): one line per difference, exit 1 "
+                             "if any")
     args = parser.parse_args(args_in)
 
     from p4sim import load_program  # late: the front end is heavy and unneeded for --help
 
     try:
         program = load_program(args.program, arch=args.arch, include_dirs=args.include_dirs)
-        data = format_p4info(build_p4info(program.info), args.format)
-    except (P4SimError, OSError) as exc:
+        p4info = build_p4info(program.info)
+        if args.compare:
+            return _compare(p4info, args.compare)
+        data = format_p4info(p4info, args.format)
+    except P4SimError as exc:
         print(f"p4sim p4info: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"p4sim p4info: {exc.filename or args.program}: {exc.strerror}", file=sys.stderr)
         return 2
     if args.output:
         with open(args.output, "wb") as out:

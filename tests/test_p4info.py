@@ -11,7 +11,7 @@ import pytest
 import p4sim.p4runtime  # noqa: F401  (protobuf backend first)
 from p4sim.errors import CompileError
 from p4sim.p4info import (build_p4info, explicit_id, format_p4info, jenkins_one_at_a_time,
-                          main, map_value, p4info_message_class)
+                          main, map_value, p4info_differences, p4info_message_class)
 from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef,
                                  ControllerHeader, CounterInfo, DigestInfo, Exact, KeyField,
                                  MeterInfo, ProgramInfo, RegisterInfo, StructField, TableEntry,
@@ -217,6 +217,7 @@ def test_explicit_ids_and_collision_probing():
     info.actions["a"] = ActionInfo("a", [], annotations=[f"@id({taken & 0xFFFFFF})"])
     info.actions["b"] = ActionInfo("b", [])
     info.actions["c"] = ActionInfo("c", [], annotations=["@id(0x01000007)"])
+    info.direct_calls = {"a", "b", "c"}  # listed by p4c: called from an apply block
     ids = {x.preamble.name: x.preamble.id for x in build_p4info(info).actions}
     # @id without a prefix gets the type prefix; "b" hashes onto it and probes to the next id
     assert ids == {"a": taken, "b": (taken & 0xFF000000) | ((taken + 1) & 0xFFFFFF),
@@ -334,3 +335,81 @@ def test_module_command_line(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "MyIngress.exact_t" in out.read_text()
+
+
+# ---------------------------------------------------------------- which actions p4c lists
+
+ACTIONS_PROG = Path(__file__).parent / "p4misc" / "p4info_actions.p4"
+
+
+def _actions_of(path: Path) -> dict[str, list[tuple[int, str, int]]]:
+    from p4sim import load_program
+    p4info = build_p4info(load_program(str(path)).info)
+    return {a.preamble.name: [(x.id, x.name, x.bitwidth) for x in a.params] for a in p4info.actions}
+
+
+def test_actions_listed_as_p4c_front_end_leaves_them():
+    # p4c inlines actions called from actions, drops unused ones, and removes every parameter of
+    # an action only called from an apply block (frontends/p4/removeParameters.cpp)
+    assert _actions_of(ACTIONS_PROG) == {
+        "Ing.set_a": [(1, "v", 8)],
+        "Ing.bump": [(1, "step", 8)],     # the directional parameter bound in the list is gone
+        "Ing.direct": [],
+        "Ing.both": [(1, "v", 8)],        # the table's copy comes first and keeps its parameter
+        "NoAction": [],
+    }
+
+
+def test_ina_program_actions_match_p4c():
+    # measured with p4c-bm2-ss on p4src/v1model/ina.p4: lanes_swap (only called from
+    # swap_state) is not listed, swap_state (called from the apply block) has no parameter
+    actions = _actions_of(ROOT / "p4src" / "v1model" / "ina.p4")
+    assert "InaIngress.aggregator.lanes_swap" not in actions
+    assert actions["InaIngress.aggregator.swap_state"] == []
+    assert actions["InaIngress.aggregator.lanes_add"] == []
+
+
+# ---------------------------------------------------------------- against p4c's own output
+
+P4C_INA_P4INFO = ROOT / "p4src" / "v1model" / "ina.p4info.txtpb"
+
+
+def test_difference_report_names_the_entity():
+    ours = build_p4info(full_program())
+    theirs = build_p4info(full_program())
+    assert p4info_differences(ours, theirs) == []
+    theirs.actions[0].params.add(id=9, name="extra", bitwidth=3)
+    del theirs.registers[:1]
+    diff = p4info_differences(ours, theirs)
+    assert len(diff) == 2
+    assert diff[0].startswith(f"actions {theirs.actions[0].preamble.name}: p4sim ")
+    assert diff[1] == "registers I.r: only in p4sim's P4Info"
+
+
+@pytest.mark.skipif(not P4C_INA_P4INFO.exists(),
+                    reason="p4src/v1model/ina.p4info.txtpb is written by docker/check_with_p4c.sh "
+                           "(p4c-bm2-ss --p4runtime-files); p4c is not installed here")
+def test_ina_p4info_equals_p4c_output():
+    from p4sim import load_program
+    cls = p4info_message_class()
+    theirs = text_format.Parse(P4C_INA_P4INFO.read_text(), cls())
+    ours_pb = build_p4info(load_program(str(ROOT / "p4src" / "v1model" / "ina.p4")).info)
+    ours = cls.FromString(ours_pb.SerializeToString())
+    assert p4info_differences(ours, theirs) == []
+
+
+def test_main_compare_reports_each_difference(tmp_path, capsys):
+    ref = tmp_path / "p4c.p4info.txtpb"
+    assert main([str(ACTIONS_PROG), "-o", str(ref)]) == 0
+    assert main([str(ACTIONS_PROG), "--compare", str(ref)]) == 0
+    assert "agrees entity by entity" in capsys.readouterr().out
+    ref.write_text(ref.read_text().replace('name: "step"', 'name: "stride"'))
+    assert main([str(ACTIONS_PROG), "--compare", str(ref)]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{ref}: actions Ing.bump: p4sim ") and "'stride'" in line
+    ref.write_text("not a p4info")
+    assert main([str(ACTIONS_PROG), "--compare", str(ref)]) == 2
+    assert "not a P4Info in text format" in capsys.readouterr().err
+    assert main([str(ACTIONS_PROG), "--compare", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"p4sim p4info: {tmp_path / 'missing'}: No such file or directory")

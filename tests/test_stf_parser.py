@@ -42,7 +42,8 @@ def test_expect_empty_exact_packet() -> None:
 
 
 def test_comments_blank_lines_and_case() -> None:
-    cmds = parse("# header\n\n  PACKET 0 0102  # trailing comment\nWait\n\t\nwAiT # x\n")
+    cmds = parse("# p4sim-stf-extensions: data_comments\n\n  PACKET 0 0102  # trailing comment\n"
+                 "Wait\n\t\nwAiT # x\n")
     assert [type(c).__name__ for c in cmds] == ["Packet", "Wait", "Wait"]
     assert cmds[0].line == 3 and cmds[1].line == 4 and cmds[2].line == 6
 
@@ -75,7 +76,7 @@ def test_add_without_priority_and_multiline() -> None:
 
 
 def test_add_extensions() -> None:
-    (a,) = parse("add t 1 k:0x10&&&0xF0 r:5..10 s[2].f:1 act()")
+    (a,) = parse("# p4sim-stf-extensions: masks, ranges\nadd t 1 k:0x10&&&0xF0 r:5..10 s[2].f:1 act()")
     assert isinstance(a.keys[0][1], P.KeyMasked)
     assert isinstance(a.keys[1][1], P.KeyRange)
     assert (a.keys[1][1].low.value, a.keys[1][1].high.value) == (5, 10)
@@ -89,7 +90,8 @@ def test_setdefault_remove_wait_no_packet() -> None:
 
 
 def test_check_counter_forms() -> None:
-    c1, c2, c3, c4 = parse("check_counter cnt(10) packets == 2\ncheck_counter cnt($A)\n"
+    c1, c2, c3, c4 = parse("# p4sim-stf-extensions: qualified_counter\n"
+                           "check_counter cnt(10) packets == 2\ncheck_counter cnt($A)\n"
                            "check_counter ingress.c(3) bytes >= 64\ncheck_counter c(B) packets != 1")
     assert (c1.counter, c1.index, c1.count_type, c1.op, c1.value) == ("cnt", 10, "packets", "==", 2)
     assert (c2.index, c2.count_type, c2.op, c2.value) == ("A", None, "==", 0)
@@ -101,7 +103,7 @@ def test_direct_commands() -> None:
     cmds = parse("mirroring_add 5 3\nmirroring_add_mc 6 1\nmirroring_delete 5\n"
                  "mc_mgrp_create 1\nmc_node_create 16 1 2 3\nmc_node_update 0 4\n"
                  "mc_node_associate 1 0\ncounter_read c 1\ncounter_write c 1 2 3\n"
-                 "register_read r 1\nregister_read r 2 == 0x10\nregister_write r 1 7\n"
+                 "register_read r 1\nregister_read r 2\nregister_write r 1 7\n"
                  "register_reset r\nmeter_set_rates m 0 0.5:10 1:20\n"
                  "meter_array_set_rates m 2:3 4:5\nmeter_get_rates m 0\nmirroring_get 5\n")
     assert cmds[0] == P.MirroringAdd(1, 1, 5, 3)
@@ -111,7 +113,9 @@ def test_direct_commands() -> None:
     assert cmds[6] == P.McNodeAssociate(7, 1, 1, 0)
     assert cmds[8] == P.CounterWrite(9, 1, "c", 1, 2, 3)
     assert cmds[9] == P.RegisterRead(10, 1, "r", 1)
-    assert cmds[10] == P.RegisterRead(11, 1, "r", 2, "==", 16)
+    assert cmds[10] == P.RegisterRead(11, 1, "r", 2)
+    (check,) = parse("# p4sim-stf-extensions: register_read\nregister_read r 2 == 0x10")
+    assert check == P.RegisterRead(2, 1, "r", 2, "==", 16)
     assert cmds[13] == P.MeterSetRates(14, 1, "m", 0, [(0.5, 10), (1.0, 20)])
     assert cmds[14] == P.MeterSetRates(15, 1, "m", None, [(2.0, 3), (4.0, 5)])
     assert isinstance(cmds[15], P.MeterGetRates) and isinstance(cmds[16], P.MirroringGet)
@@ -344,7 +348,8 @@ def test_add_exact_ignores_priority() -> None:
 
 
 def test_add_ternary_priorities_and_names() -> None:
-    _, _, sw = run("add t_tern 10 h.a:1 stack$1.f:0x0A0B**** ip.$valid$:1 drop()\n"
+    _, _, sw = run("# p4sim-stf-extensions: implicit_priority, indexed_names\n"
+                   "add t_tern 10 h.a:1 stack$1.f:0x0A0B**** ip.$valid$:1 drop()\n"
                    "add t_tern 20 h.a:1 hdr.stack[1].f:0x0A** ip.valid:1 drop()\n"
                    "add t_tern h.a:2 drop()\nadd t_tern h.a:3 drop()\n")
     e1, e2, e3, e4 = (e for _, e in sw.inserted)
@@ -375,7 +380,8 @@ def test_add_lpm() -> None:
 
 
 def test_add_range_optional_extensions() -> None:
-    _, _, sw = run("add t_misc 1 r:5..10 o:3 drop()\nadd t_misc 2 r:7 drop()\n"
+    _, _, sw = run("# p4sim-stf-extensions: ranges\n"
+                   "add t_misc 1 r:5..10 o:3 drop()\nadd t_misc 2 r:7 drop()\n"
                    "add t_misc 3 r:0..0xFFFF drop()\n")
     ms = [e.match for _, e in sw.inserted]
     assert ms == [{"meta.r": Range(5, 10), "meta.o": Optional(3)}, {"meta.r": Range(7, 7)}, {}]
@@ -405,7 +411,7 @@ def test_add_range_optional_extensions() -> None:
 ])
 def test_runner_errors(text: str, msg: str) -> None:
     with pytest.raises(StfError) as ei:
-        run("\n" + text + "\n")
+        run("# p4sim-stf-extensions: ranges\n" + text + "\n")
     assert msg in ei.value.message
     assert ei.value.line == 2
     assert str(ei.value).startswith("t.stf:2:")
@@ -429,15 +435,16 @@ def test_check_counter_and_registers() -> None:
     sw = FakeSwitch(make_info())
     sw.counters[("MyIngress.c", 3)] = (2, 128)
     sw.direct["MyIngress.t_exact"] = (4, 256)
-    (p, f), out, _ = run("add t_exact h.a:1 drop() = E\n"
+    (p, f), out, _ = run("# p4sim-stf-extensions: qualified_counter, register_read\n"
+                         "add t_exact h.a:1 drop() = E\n"
                          "check_counter c(3) packets == 2\ncheck_counter c(3) bytes > 100\n"
                          "check_counter c(3)\ncheck_counter dc($E) packets == 4\n"
                          "check_counter MyIngress.t_exact($E) bytes == 255\n"
                          "register_write r 2 99\nregister_read r 2 == 99\nregister_read r 2 < 5\n"
                          "register_reset r\nregister_read r 2 == 0\n", sw)
     assert (p, f) == (5, 3)
-    assert "t.stf:4: check_counter MyIngress.c[3]: packets is 2, expected == 0" in out
-    assert "t.stf:6: check_counter MyIngress.dc($E): bytes is 256, expected == 255" in out
+    assert "t.stf:5: check_counter MyIngress.c[3]: packets is 2, expected == 0" in out
+    assert "t.stf:7: check_counter MyIngress.dc($E): bytes is 256, expected == 255" in out
     assert "register MyIngress.r[2] is 99, expected < 5" in out
     assert "register_read MyIngress.r[2]= 99" in out
 
@@ -451,3 +458,70 @@ def test_multicast_and_mirroring() -> None:
     assert "node handle 1" in out
     with pytest.raises(StfError, match="t.stf:1:1: NotFound: clone session 5 does not exist"):
         run("mirroring_delete 5\n")
+
+
+# ------------------------------------------------------------- p4sim extensions must be declared
+
+@pytest.mark.parametrize("text,col,name", [
+    ("packet 0 0102  # comment", 16, "data_comments"),
+    ("add t 1 k:0x10&&&0xF0 a()", 15, "masks"),
+    ("add t 1 k:5..10 a()", 12, "ranges"),
+    ("add t a()", 7, "empty_key"),
+    ("add t 1 h.s[1].f:1 a()", 12, "indexed_names"),
+    ("register_read r 2 == 5", 19, "register_read"),
+    ("check_counter ingress.c(3)", 15, "qualified_counter"),
+])
+def test_undeclared_extension_is_an_error_at_its_position(text: str, col: int, name: str) -> None:
+    with pytest.raises(StfError) as ei:
+        parse("wait\n" + text + "\n")
+    assert (ei.value.line, ei.value.col) == (2, col)
+    assert str(ei.value).startswith(f"t.stf:2:{col}: ")
+    assert f"declare it on the first line: '# p4sim-stf-extensions: {name}'" in str(ei.value)
+    # declared, it parses
+    parse(f"# p4sim-stf-extensions: {name}\nwait\n{text}\n")
+
+
+def test_declaring_one_extension_does_not_allow_another() -> None:
+    with pytest.raises(StfError, match="t.stf:2:12: a KEY:LOW..HIGH range match"):
+        parse("# p4sim-stf-extensions: masks\nadd t 1 k:5..10 a()\n")
+
+
+def test_declared_extensions_are_recorded() -> None:
+    stf = parse_stf("#p4sim-stf-extensions:masks ,ranges\nwait\n", "t.stf")
+    assert stf.extensions == {"masks", "ranges"}
+    assert parse_stf("# plain\nwait\n", "t.stf").extensions == frozenset()
+
+
+@pytest.mark.parametrize("text,line,msg", [
+    ("wait\n# p4sim-stf-extensions: masks\n", 2, "must be the first line of the file"),
+    ("wait # p4sim-stf-extensions: masks\n", 1, "must be the first line of the file"),
+    ("# p4sim-stf-extensions: masks, rangez\n", 1, "unknown STF extension 'rangez' (known: "),
+    ("# p4sim-stf-extensions:\n", 1, "lists no extension"),
+    ("# p4sim-stf-extensions masks\n", 1, "expected ':' after 'p4sim-stf-extensions'"),
+])
+def test_marker_errors(text: str, line: int, msg: str) -> None:
+    with pytest.raises(StfError) as ei:
+        parse(text)
+    assert ei.value.line == line and msg in ei.value.message
+
+
+def test_entry_without_priority_needs_the_extension() -> None:
+    with pytest.raises(StfError) as ei:
+        run("wait\nadd t_tern h.a:2 drop()\n")
+    assert str(ei.value).startswith("t.stf:2:1: table MyIngress.t_tern needs a priority")
+    assert "'# p4sim-stf-extensions: implicit_priority'" in str(ei.value)
+    run("add t_exact h.a:2 h.b:1 drop()\n")   # exact tables need none
+
+
+def test_corpus_markers_list_only_known_extensions_and_unmarked_files_parse_strictly() -> None:
+    # every .stf under tests/ either parses as p4c's driver would or declares what it uses
+    files = sorted(HERE.glob("**/*.stf"))
+    assert len(files) > 20
+    marked = []
+    for f in files:
+        if f.parent.name == "stf_errors":
+            continue
+        stf = P.parse_stf_file(str(f))
+        if stf.extensions:
+            marked.append(f.name)
+    assert {"registers.stf", "tables_ext.stf"} <= set(marked)

@@ -1305,6 +1305,8 @@ class Compiler:
                     raise _err(call, "an action call is a statement, not an expression")
                 if ctx.kind == "function":
                     raise _err(call, "actions cannot be called from functions")
+                if ctx.kind == "control":  # recorded for the P4Info (p4sim.p4info)
+                    self.info.direct_calls.add(self._register_action(b.decl).name)
                 self.inline_action(b.decl, call.args, ctx, call, from_table=False)
                 return "", VoidT()
             if b.kind == "function":

@@ -181,3 +181,6 @@ class ProgramInfo:
     digests: dict[str, DigestInfo] = field(default_factory=dict)
     controller_headers: dict[str, ControllerHeader] = field(default_factory=dict)
     value_sets: dict[str, ValueSetInfo] = field(default_factory=dict)
+    # Actions invoked as statements of a control's apply block (not from another action, not
+    # through a table). p4c keeps these in the P4Info, without parameters (see p4sim.p4info).
+    direct_calls: set[str] = field(default_factory=set)

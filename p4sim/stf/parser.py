@@ -15,12 +15,21 @@ tokenised the way ``tools/stf/stf_lexer.py`` does it:
 * As bmv2stf.py sends them: ``packet N`` with no data is an empty packet, and a last lone hex
   digit is a byte of its own (``packet 0 12 3`` sends 12 03).
 
-p4sim extensions (documented, all backward compatible): ``#`` comments are also accepted after
-packet data (the newest p4c lexer has no comment rule in packet-data mode, older drivers
-stripped comments from every line); ``KEY:VALUE&&&MASK`` for ternary keys;
-``KEY:LOW..HIGH`` for range keys (bmv2stf.py has no syntax for range keys at all); an ``add``
-with an empty key list; ``[N]`` after any component of a qualified name; an optional check
-``OP VALUE`` after ``register_read NAME INDEX``; a qualified name in ``check_counter``.
+p4sim extensions (p4sim/stf/README.md), which p4c's driver cannot parse. A file that uses any
+of them must say so on its first line, ``# p4sim-stf-extensions: NAME, NAME...`` (a comment
+to p4c); elsewhere they are errors, so that every unmarked file stays runnable with p4c's
+``run-bmv2-test.py`` (docker/check_with_p4c.sh runs exactly the unmarked ones):
+
+* ``data_comments``: ``#`` comments after packet data (p4c's lexer has no comment rule in
+  packet-data mode);
+* ``masks``: ``KEY:VALUE&&&MASK`` for ternary keys;
+* ``ranges``: ``KEY:LOW..HIGH`` for range keys (bmv2stf.py has no syntax for them at all);
+* ``empty_key``: an ``add`` with no key matches;
+* ``indexed_names``: ``[N]`` after a component other than the first of a qualified name;
+* ``register_read``: a check ``OP VALUE`` after ``register_read NAME INDEX``;
+* ``qualified_counter``: a dotted name in ``check_counter``;
+* ``implicit_priority`` (checked by the runner): an ``add`` without a priority to a table that
+  needs one (bmv2stf.py leaves the priority out and simple_switch_CLI refuses the entry).
 
 Every error is a :class:`StfError` carrying ``file:line:col``.
 """
@@ -37,6 +46,56 @@ class StfError(SourceError):
     """A malformed STF file, or an STF command that cannot be executed."""
 
     default_file = "<stf>"
+
+
+# The p4sim extensions of the STF language, each with how an error message describes it.
+EXTENSIONS: dict[str, str] = {
+    "data_comments": "a comment after packet data",
+    "masks": "a KEY:VALUE&&&MASK ternary match",
+    "ranges": "a KEY:LOW..HIGH range match",
+    "empty_key": "an 'add' without key matches",
+    "indexed_names": "'[N]' after a dotted name component",
+    "register_read": "a value check after 'register_read NAME INDEX'",
+    "qualified_counter": "a dotted counter name in 'check_counter'",
+    # checked by the runner: it needs the table's match kinds
+    "implicit_priority": "an entry without a priority in a table with ternary/range/optional keys",
+}
+MARKER = "p4sim-stf-extensions"
+_MARKER_RE = re.compile(r"#\s*" + MARKER + r"\b\s*(:?)(.*)")
+
+
+def declared_extensions(text: str, path: str = "<stf>") -> frozenset[str]:
+    """The extensions a file declares on its first line (``# p4sim-stf-extensions: a, b``).
+
+    The marker anywhere else, an unknown name or an empty list is an error: a misspelt marker
+    must not quietly turn a file back into a portable one.
+    """
+    names: frozenset[str] = frozenset()
+    for lineno, line in enumerate(text.split("\n"), 1):
+        hash_at = line.find("#")
+        m = _MARKER_RE.match(line, hash_at) if hash_at >= 0 else None
+        if m is None:
+            continue
+        if lineno != 1 or line[:hash_at].strip():
+            raise StfError(f"'{MARKER}' must be the first line of the file, on a line of its own",
+                           path, lineno, hash_at + 1)
+        if not m.group(1):
+            raise StfError(f"expected ':' after '{MARKER}'", path, lineno, hash_at + 1)
+        listed = [n.strip() for n in m.group(2).split(",")]
+        if not any(listed):
+            raise StfError(f"'{MARKER}:' lists no extension (known: {', '.join(EXTENSIONS)})",
+                           path, lineno, hash_at + 1)
+        for n in listed:
+            if n not in EXTENSIONS:
+                raise StfError(f"unknown STF extension '{n}' (known: {', '.join(EXTENSIONS)})",
+                               path, lineno, hash_at + 1)
+        names = frozenset(listed)
+    return names
+
+
+def _not_declared(name: str, path: str, line: int, col: int) -> StfError:
+    return StfError(f"{EXTENSIONS[name]} is a p4sim extension that p4c's STF driver cannot parse; "
+                    f"declare it on the first line: '# {MARKER}: {name}'", path, line, col)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,6 +319,7 @@ class MeterSetRates(Command):
 class StfFile:
     path: str
     commands: list[Command] = field(default_factory=list)
+    extensions: frozenset[str] = frozenset()   # declared on the first line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,8 +382,11 @@ class Token:
     col: int
 
 
-def tokenize(text: str, path: str) -> list[Token]:
-    """Split STF text into tokens, tracking the lexer states of p4c's STF lexer."""
+def tokenize(text: str, path: str, extensions: frozenset[str] = frozenset(EXTENSIONS)) -> list[Token]:
+    """Split STF text into tokens, tracking the lexer states of p4c's STF lexer.
+
+    ``extensions``: those allowed (default: all); the lexer checks ``data_comments`` and the
+    characters of ``masks`` and ``ranges``, the parser the rest."""
     tokens: list[Token] = []
     state = "keyword"
     pos = 0
@@ -350,6 +413,12 @@ def tokenize(text: str, path: str) -> list[Token]:
             raise StfError(f"{what} {ch!r}", path, line, col)
         value = m.group(0)
         pos = m.end()
+        if kind == "COMMENT" and state == "packetdata" and "data_comments" not in extensions:
+            raise _not_declared("data_comments", path, line, col)
+        if kind == "TERN" and "masks" not in extensions:
+            raise _not_declared("masks", path, line, col)
+        if kind == "RANGE" and "ranges" not in extensions:
+            raise _not_declared("ranges", path, line, col)
         if kind in ("WS", "COMMENT"):
             continue
         if kind == "QID":
@@ -401,10 +470,17 @@ _NUMBER_TOKENS = ("DEC", "HEX", "BIN")
 
 
 class _Parser:
-    def __init__(self, tokens: list[Token], path: str) -> None:
+    def __init__(self, tokens: list[Token], path: str,
+                 extensions: frozenset[str] = frozenset(EXTENSIONS)) -> None:
         self.toks = tokens
         self.i = 0
         self.path = path
+        self.extensions = extensions
+
+    def extension(self, name: str, tok: Token) -> None:
+        """Fail unless the file declared extension ``name`` (used at ``tok``)."""
+        if name not in self.extensions:
+            raise _not_declared(name, self.path, tok.line, tok.col)
 
     # -- helpers
     @property
@@ -450,6 +526,8 @@ class _Parser:
         parts = [self.expect("ID", wanted).value]
         while True:
             if self.tok.type == "LBRACKET":
+                if len(parts) > 1:  # p4c's grammar: ID '[' N ']' only as the first component
+                    self.extension("indexed_names", self.tok)
                 self.next()
                 idx = self.decimal("an index")
                 self.expect("RBRACKET", "']'")
@@ -586,6 +664,8 @@ class _Parser:
                 keys.append((name, self.key_value(), t.line, t.col))
                 continue
             if self.tok.type == "LPAREN":
+                if not keys:  # p4c's match_list has at least one match
+                    self.extension("empty_key", t)
                 self.i = save
                 action = self.action()
                 break
@@ -607,7 +687,10 @@ class _Parser:
         return RemoveAll(ln, co)
 
     def st_check_counter(self, ln: int, co: int) -> Command:
+        t = self.tok
         name = self.qualified_name("a counter name")
+        if "." in name or "[" in name:  # bmv2stf.py: CHECK_COUNTER ID LPAREN ...
+            self.extension("qualified_counter", t)
         self.expect("LPAREN", "'(' after the counter name")
         if self.tok.type == "ID":
             index: Union[int, str] = self.next().value.lstrip("$")
@@ -667,6 +750,7 @@ class _Parser:
         name = self.qualified_name("a register name")
         index = self.plain_int("an index")
         if self.tok.type in _OPS:
+            self.extension("register_read", self.tok)
             op, value = self.logical()
             return RegisterRead(ln, co, name, index, op, value)
         return RegisterRead(ln, co, name, index)
@@ -707,8 +791,11 @@ class _Parser:
 
 
 def parse_stf(text: str, path: str = "<stf>") -> StfFile:
-    """Parse STF source text. Raises :class:`StfError` with the position of the first error."""
-    return StfFile(path, _Parser(tokenize(text, path), path).parse())
+    """Parse STF source text. Raises :class:`StfError` with the position of the first error;
+    p4sim extensions must be declared on the first line (:func:`declared_extensions`)."""
+    extensions = declared_extensions(text, path)
+    commands = _Parser(tokenize(text, path, extensions), path, extensions).parse()
+    return StfFile(path, commands, extensions)
 
 
 def parse_stf_file(path: str) -> StfFile:

@@ -23,8 +23,8 @@ Semantics follow p4c's bmv2 test driver (``backends/bmv2/bmv2stf.py`` with
 * Priorities: a larger STF priority wins (bmv2stf.py hands bmv2 ``10000 - PRIORITY`` and in
   bmv2 the smaller number wins), the same as P4Runtime, so the order is kept; the value is
   offset to stay > 0. bmv2stf.py has no default when a ternary table's entry has no priority
-  (it fails); p4sim gives such entries priorities below every explicit one, the earlier entry
-  winning. Priorities are ignored for tables with only exact/lpm keys, as the driver does.
+  (it fails), and so does p4sim unless the file declares the ``implicit_priority`` extension:
+  then such entries get priorities below every explicit one, the earlier entry winning. Priorities are ignored for tables with only exact/lpm keys, as the driver does.
 """
 from __future__ import annotations
 
@@ -361,6 +361,10 @@ class _Runner:
             return 0
         if cmd.priority is not None:
             return _PRIORITY_BASE + cmd.priority
+        if "implicit_priority" not in self.stf.extensions:
+            raise self.err(cmd, f"table {table.name} needs a priority for each entry ("
+                                f"{P.EXTENSIONS['implicit_priority']} is a p4sim extension; "
+                                f"declare it on the first line: '# {P.MARKER}: implicit_priority')")
         # No priority given: below all explicit ones, earlier entries winning.
         n = self.auto_prio.get(table.name, 0)
         self.auto_prio[table.name] = n + 1
