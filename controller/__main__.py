@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 from . import profiles, topologies
 from .check import evaluate_plan, format_report
-from .model import Job, ModelError, Topology, load_jobs, load_plan, load_topology, save_json
+from .model import (Job, ModelError, Plan, Topology, load_json, load_jobs, load_plan,
+                    load_topology, save_json)
 from .schemes import SchemeUnavailable, available, run_scheme
 
 
@@ -168,13 +169,13 @@ def cmd_topo(a: argparse.Namespace) -> None:
 
 
 def cmd_job(a: argparse.Namespace) -> None:
-    topo = load_topology(a.topology)
+    topo = _topology(a.topology)
     existing: list[Job] = []
     if a.append:
         if not a.output:
             raise UsageError("job --append needs --output")
         if Path(a.output).exists():
-            existing = load_jobs(a.output)
+            existing = _jobs(a.output)
     taken = [h for j in existing for h in j.workers + j.ps]
     job_id = a.job_id if a.job_id is not None else len(existing) + 1
     try:
@@ -189,30 +190,195 @@ def cmd_job(a: argparse.Namespace) -> None:
     _emit([j.to_dict() for j in jobs] if a.append else job.to_dict(), a.output)
 
 
+# ---------------------------------------------------------------- JSON shapes of the input files
+# The model's loaders check values; these shapes only say where an object or a list must be, so
+# that a list in place of an object is reported with its JSON path instead of a Python
+# TypeError ("list indices must be integers or slices, not str").
+
+
+class _Obj:
+    """A JSON object; the listed fields, where present, have the given shapes."""
+
+    def __init__(self, fields: dict[str, Any] | None = None) -> None:
+        self.fields = fields or {}
+
+
+class _Map:
+    """A JSON object whose every value has one shape (names chosen by the file)."""
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+
+
+class _List:
+    """A JSON list whose every item has one shape (None: any)."""
+
+    def __init__(self, item: Any = None) -> None:
+        self.item = item
+
+
+_TOPOLOGY = _Obj({"nodes": _List(_Obj({"port_pipe": _Map()})), "links": _List(_Obj()),
+                  "meta": _Obj()})
+_JOB = _Obj({"workers": _List(), "ps": _List(), "submodels": _List(_Obj()), "meta": _Obj()})
+_PLAN = _Obj({"jobs": _List(), "submodel_switches": _Map(_List()),
+              "aggregation_node": _Map(_Map()), "paths": _Map(_Map(_List())), "rates": _Map(),
+              "split": _Map(), "extra": _Obj()})
+
+
+def _json_type(v: Any) -> str:
+    if isinstance(v, dict):
+        return "an object"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, bool):
+        return "a boolean"
+    if v is None:
+        return "null"
+    return "a number"
+
+
+def _check_shape(value: Any, shape: Any, path: str, source: str) -> None:
+    if shape is None:
+        return
+    if isinstance(shape, (_Obj, _Map)) and not isinstance(value, dict):
+        raise ModelError(f"{source}: {path}: expected an object, got {_json_type(value)}")
+    if isinstance(shape, _List) and not isinstance(value, list):
+        raise ModelError(f"{source}: {path}: expected a list, got {_json_type(value)}")
+    if isinstance(shape, _Obj):
+        for key, sub in shape.fields.items():
+            if key in value:
+                _check_shape(value[key], sub, f"{path}.{key}", source)
+    elif isinstance(shape, _Map):
+        for key, v in value.items():
+            _check_shape(v, shape.value, f"{path}.{key}", source)
+    else:
+        for i, v in enumerate(value):
+            _check_shape(v, shape.item, f"{path}[{i}]", source)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        return load_json(path)
+    except UnicodeDecodeError as e:  # load_json reports unreadable and invalid JSON files
+        raise ModelError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def _topology(path: str) -> Topology:
+    _check_shape(_read_json(path), _TOPOLOGY, "topology", path)
+    return load_topology(path)
+
+
+def _jobs(path: str) -> list[Job]:
+    d = _read_json(path)
+    if isinstance(d, list):   # a job file holds one job object or a list of them
+        _check_shape(d, _List(_JOB), "jobs", path)
+    else:
+        _check_shape(d, _JOB, "job", path)
+    return load_jobs(path)
+
+
+def _plan(path: str) -> Plan:
+    _check_shape(_read_json(path), _PLAN, "plan", path)
+    return load_plan(path)
+
+
 def _load_inputs(topo_path: str, job_path: str) -> tuple[Topology, list[Job]]:
-    topo = load_topology(topo_path)
-    jobs = load_jobs(job_path)
+    topo = _topology(topo_path)
+    jobs = _jobs(job_path)
     for j in jobs:
         j.validate(topo, source=job_path)
     return topo, jobs
 
 
-def _parse_opts(items: Sequence[str]) -> dict[str, Any]:
+# ---------------------------------------------------------------- scheme options (--opt)
+# The schemes read their options with dict.get, so a misspelt key or a wrong type would be
+# ignored or misread silently (repair=maybe is truthy); the CLI checks them first. Each entry:
+# option -> (what it takes, check). Schemes not listed here get their options unchecked.
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _optional(what: str, check: Any) -> tuple[str, Any]:
+    return f"{what} or null", lambda v: v is None or check(v)
+
+
+def _one_of(*values: str) -> tuple[str, Any]:
+    return " | ".join(values), lambda v: v in values
+
+
+_INT = ("an integer", _is_int)
+_COUNT = ("an integer >= 0", lambda v: _is_int(v) and v >= 0)
+_NUM = ("a number", _is_num)
+_POS = ("a number > 0", lambda v: _is_num(v) and v > 0)
+_BOOL = ("true | false", lambda v: isinstance(v, bool))
+_NUM_MAP = ("a JSON object of numbers", lambda v: isinstance(v, dict) and all(map(_is_num, v.values())))
+_BACKEND = _one_of("highs", "cbc")
+_COMMON_OPTS = {"seed": _INT, "verbose": _BOOL}
+_GOAT_OPTS = {**_COMMON_OPTS, "objective": _one_of("eq1", "eq4"),
+              "candidates": _one_of("all", "on_path")}
+_KRGS_OPTS = {"repair": _BOOL, "k_rule": _one_of("floor", "ceil")}
+_ARO_OPTS = {**_COMMON_OPTS, "pipelines": _optional("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+             "quantize": _optional("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+             "sro": _optional(*_BOOL), "app_alpha": _optional(*_NUM), "mu": _NUM,
+             "beta": _optional(*_NUM_MAP), "time_limit": _POS, "gap": _optional(*_NUM),
+             "work_conserving": _optional(*_BOOL), "solver": _BACKEND}
+_INART_OPTS = {**_COMMON_OPTS, "aggregation": _one_of("any", "tor", "none"), "rounds": _COUNT,
+               "k_paths": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+               "max_detour": _COUNT, "background": _optional(*_NUM_MAP),
+               "any_split_bound": _BOOL}
+SCHEME_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
+    **{name: _COMMON_OPTS for name in ("ps", "geryon", "atp", "switchml", "esa", "grid",
+                                       "aggtree", "lbmm", "random")},
+    "k-sgd": {**_COMMON_OPTS, "k": ("an integer >= 1", lambda v: _is_int(v) and v >= 1)},
+    "goat": {**_GOAT_OPTS, **_KRGS_OPTS, "backend": _BACKEND},
+    "goat-ilp": {**_GOAT_OPTS, "solver": _BACKEND, "time_limit": _POS},
+    "goat-lp": {**_GOAT_OPTS, "backend": _BACKEND},
+    "goat-async": {**_GOAT_OPTS, **_KRGS_OPTS,
+                   "history": ("a JSON object of numbers per worker, or a list of numbers",
+                               lambda v: (isinstance(v, dict) and all(map(_is_num, v.values())))
+                               or (isinstance(v, list) and all(map(_is_num, v)))),
+                   "loss_gap": _NUM, "epsilon": _NUM, "sigma2": _NUM,
+                   "n": _optional(*_COUNT), "rounds": _optional(*_COUNT)},
+    "aro": _ARO_OPTS, "aro-acc": _ARO_OPTS,
+    "inart": _INART_OPTS, "inart-equal": _INART_OPTS, "l-inart": _INART_OPTS,
+}
+
+
+def _parse_opts(items: Sequence[str], scheme: str | None = None) -> dict[str, Any]:
+    """``KEY=VALUE`` items (VALUE read as JSON when it parses), checked against ``scheme``'s
+    options when it has a declared set."""
+    accepted = SCHEME_OPTIONS.get(scheme or "")
     opts: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--opt {item!r}: expected KEY=VALUE")
         try:
-            opts[key] = json.loads(value)
+            parsed = json.loads(value)
         except json.JSONDecodeError:
-            opts[key] = value
+            parsed = value
+        if accepted is not None:
+            if key not in accepted:
+                raise UsageError(f"--opt {item}: scheme {scheme} has no option {key!r} "
+                                 f"(options: {', '.join(sorted(accepted))})")
+            what, check = accepted[key]
+            if not check(parsed):
+                raise UsageError(f"--opt {item}: {key} takes {what}")
+        opts[key] = parsed
     return opts
 
 
 def cmd_plan(a: argparse.Namespace) -> None:
+    options = {"seed": a.seed, **_parse_opts(a.opt, a.scheme)}
     topo, jobs = _load_inputs(a.topology, a.job)
-    options = {"seed": a.seed, **_parse_opts(a.opt)}
     if a.verbose:
         options["verbose"] = True
     try:
@@ -226,7 +392,7 @@ def cmd_plan(a: argparse.Namespace) -> None:
 
 def cmd_check(a: argparse.Namespace) -> int:
     topo, jobs = _load_inputs(a.topology, a.job)
-    plan = load_plan(a.plan)
+    plan = _plan(a.plan)
     report = evaluate_plan(plan, topo, jobs)
     if a.json:
         print(json.dumps({"ok": report.ok, "objective_name": report.objective_name,

@@ -115,3 +115,24 @@ def test_unsupported_construct_is_a_clear_load_error(tmp_path: Path, name: str) 
         load_program(str(p))
     assert message in info.value.message
     assert info.value.line is not None
+
+
+@pytest.mark.parametrize("text", ["", "header h_t { bit<8> a; }\n", PRELUDE])
+def test_missing_main_names_the_program_file(tmp_path: Path, text: str) -> None:
+    # not cpp's "<command-line>" pseudo-file, and not v1model.p4 even though it was read last
+    p = tmp_path / "no_main.p4"
+    p.write_text(text)
+    with pytest.raises(CompileError) as info:
+        load_program(str(p))
+    assert str(info.value) == f"{p}: program has no `main` package instance"
+
+
+def test_missing_main_from_the_command_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    p = tmp_path / "no_main.p4"
+    p.write_text(PRELUDE)
+    proc = subprocess.run([sys.executable, "-m", "p4sim", "compile", str(p)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.strip() == f"{p}: program has no `main` package instance"

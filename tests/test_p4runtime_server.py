@@ -434,7 +434,8 @@ def test_bytestrings_are_range_checked_and_read_back_canonical(client, p4i):
         exact_entry(b"\x01" + b"\x00" * 6),          # 49 bits for a bit<48>
         exact_entry(b""),                            # empty
         exact_entry(MAC1, port=b"\x02\x00"),         # 10 bits for a bit<9>
-    ))) == [Code.OUT_OF_RANGE] * 3
+    ))) == [Code.OUT_OF_RANGE, Code.OUT_OF_RANGE,
+            Code.INVALID_ARGUMENT]   # action parameters: the spec's TableEntry section says so
 
 
 def test_malformed_table_entries(client, p4i):
@@ -482,6 +483,88 @@ def test_mixed_batch_reports_each_update(client, p4i):
     assert info.value.codes == [Code.OK, Code.ALREADY_EXISTS, Code.UNIMPLEMENTED, Code.OK,
                                 Code.INVALID_ARGUMENT, Code.INVALID_ARGUMENT]
     assert len(table_entries(client, p4i.table_id(EXACT_T))) == 2
+
+
+def test_bad_action_parameters_are_refused_per_update_and_change_nothing(harness, client, p4i):
+    fwd = p4i.action_id("MyIngress.forward")
+    match = {"hdr.ethernet.dstAddr": ("exact", {"value": MAC1})}
+
+    def insert(*params: tuple[int, bytes], mac: bytes = MAC1) -> pb.Update:
+        action = pb.Action(action_id=fwd)
+        for pid, value in params:
+            action.params.add(param_id=pid, value=value)
+        return pb.Update(type=INSERT, entity=entity(table_entry=p4i.table_entry(
+            EXACT_T, {"hdr.ethernet.dstAddr": ("exact", {"value": mac})}, action)))
+
+    client.insert(entity(table_entry=p4i.table_entry(EXACT_T, match,
+                                                     p4i.action("MyIngress.forward", port=4))))
+    before = table_entries(client, p4i.table_id(EXACT_T))
+    modify = insert((1, b"\x02"), (1, b"\x03"))
+    modify.type = pb.Update.MODIFY
+    default = pb.Update(type=pb.Update.MODIFY, entity=entity(table_entry=pb.TableEntry(
+        table_id=p4i.table_id(EXACT_T), is_default_action=True,
+        action=pb.TableAction(action=pb.Action(action_id=fwd)))))
+    with pytest.raises(RpcFailure) as info:
+        client.write(insert(mac=b"\x02"),                          # port missing
+                     insert((1, b"\x01"), (7, b"\x01"), mac=b"\x03"),  # unknown id 7
+                     insert((1, b"\x01"), (1, b"\x02"), mac=b"\x04"),  # port twice
+                     insert((1, b"\x02\x00"), mac=b"\x05"),         # 10 bits for bit<9>
+                     insert((1, b""), mac=b"\x06"),                  # empty bytestring
+                     modify,                                           # bad MODIFY
+                     default,                                          # bad default entry
+                     insert((1, b"\x07"), mac=b"\x07"))               # fine
+    assert info.value.code == Code.UNKNOWN
+    assert info.value.codes == [Code.INVALID_ARGUMENT] * 7 + [Code.OK]
+    messages = [e.message for e in info.value.errors[:7]]
+    where = "table MyIngress.exact_t: action MyIngress.forward: "
+    assert messages[0] == where + "missing parameter(s) port (id 1)"
+    assert messages[1] == where + "unknown parameter id 7 (ids: 1 port)"
+    assert messages[2] == where + "parameter port (id 1) given twice"
+    assert messages[3] == where + "parameter port: 0x0200 does not fit in 9 bits"
+    assert messages[4] == where + "parameter port: empty byte string"
+    assert messages[5] == where + "parameter port (id 1) given twice"
+    assert messages[6] == where + "missing parameter(s) port (id 1)"
+    assert all("\n" not in m for m in messages)
+    # only the good update changed anything
+    after = table_entries(client, p4i.table_id(EXACT_T))
+    assert len(after) == len(before) + 1
+    assert [e for e in after if e.match[0].exact.value != b"\x07"] == before
+    (default_read,) = table_entries(client, p4i.table_id(EXACT_T), is_default_action=True)
+    assert default_read.action.action.action_id == p4i.action_id("NoAction")
+
+
+def test_action_to_proto_refuses_incomplete_calls(p4i, harness):
+    # the encoder the controller's P4Runtime target uses: no silent 0, no dropped argument
+    from p4sim.errors import InvalidArgument
+    from p4sim.p4info import build_p4info
+    from p4sim.p4runtime.convert import P4InfoIndex, action_to_proto, table_entry_to_proto
+    from p4sim.runtime.model import ActionCall, Exact, TableEntry
+
+    info = harness.switch.info
+    index = P4InfoIndex.build(build_p4info(info), info)
+    table = next(t for t in index.tables.values() if t.name == EXACT_T)
+    key = "hdr.ethernet.dstAddr"
+    ok = table_entry_to_proto(index, table, TableEntry({key: Exact(1)},
+                                                       ActionCall("MyIngress.forward", {"port": 3})))
+    assert [(p.param_id, p.value) for p in ok.action.action.params] == [(1, b"\x03")]
+    for call, msg in [
+        (ActionCall("MyIngress.forward", {}), "action MyIngress.forward: missing parameter(s) port"),
+        (ActionCall("MyIngress.forward", {"port": 1, "prot": 2}),
+         "action MyIngress.forward: unknown parameter(s) prot (parameters: 1 port)"),
+        (ActionCall("MyIngress.forward", {"port": 512}),
+         "action MyIngress.forward: parameter port = 512 does not fit in bit<9>"),
+        (ActionCall("MyIngress.forward", {"port": -1}),
+         "action MyIngress.forward: parameter port = -1 does not fit in bit<9>"),
+        (ActionCall("MyIngress.nosuch", {}), "action MyIngress.nosuch is not in the P4Info"),
+        (ActionCall("MyIngress.learn", {}), "action MyIngress.learn is not an action of the table"),
+    ]:
+        with pytest.raises(InvalidArgument) as ei:
+            table_entry_to_proto(index, table, TableEntry({key: Exact(1)}, call))
+        assert str(ei.value) == f"table {EXACT_T}: {msg}"
+    with pytest.raises(InvalidArgument, match="^action MyIngress.forward: missing"):
+        action_to_proto(index, ActionCall("MyIngress.forward", {}))
+    with pytest.raises(KeyError, match="has no parameter"):
+        p4i.action("MyIngress.forward", port=1, prot=2)
 
 
 def test_read_errors_are_reported_per_request(client, p4i):

@@ -510,4 +510,4 @@ class ControlDecl(Decl):
 @dataclass
 class Program(Node):
     declarations: list[Decl]
-    source_files: list[str] = field(default_factory=list)
+    source_files: list[str] = field(default_factory=list)   # files read; the main one last

@@ -979,8 +979,17 @@ def parse_text(src: SourceText) -> ast.Program:
         p = src.origin(getattr(e, "line", 0), getattr(e, "column", 0))
         raise CompileError(f"syntax error: {e}", p.file, p.line, p.col) from None
     decls = _Builder(src, bodies).transform(tree)
-    files = sorted({f for f, _ in src.line_map})
-    return ast.Program(decls, files)
+    return ast.Program(decls, _source_files(src))
+
+
+def _source_files(src: SourceText) -> list[str]:
+    """The files read, in order of appearance with the main program last (errors about the
+    whole program, such as a missing ``main``, name it). cpp's pseudo-files ``<built-in>`` and
+    ``<command-line>`` are left out: no user could open them."""
+    files = [f for f in dict.fromkeys(f for f, _ in src.line_map) if not f.startswith("<")]
+    if files:
+        files.append(files.pop(0))  # cpp's first line marker names the main file
+    return files
 
 
 def parse_file(path: str, include_dirs: list[str] | tuple[str, ...] = (),

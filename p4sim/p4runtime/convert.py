@@ -299,33 +299,68 @@ def table_action_from_proto(index: P4InfoIndex, table: TableMeta,
         raise PermissionDenied(f"table {table.name}: action is @tableonly")
     if not default and scope == SCOPE_DEFAULT_ONLY:
         raise PermissionDenied(f"table {table.name}: action is @defaultonly")
-    return action_from_proto(index, action.action)
+    return action_from_proto(index, action.action, table)
 
 
-def action_from_proto(index: P4InfoIndex, action: p4runtime_pb2.Action) -> ActionCall:
+def action_from_proto(index: P4InfoIndex, action: p4runtime_pb2.Action,
+                      table: TableMeta | None = None) -> ActionCall:
+    """Validate an Action message. The spec's TableEntry section asks for INVALID_ARGUMENT when
+    a parameter is missing, unknown, given twice or not a valid bytestring for its bitwidth
+    (more specific than the Bytestrings section's OUT_OF_RANGE, so it wins here)."""
     meta = index.action(action.action_id)
+    where = f"table {table.name}: action {meta.name}" if table else f"action {meta.name}"
     args: dict[str, int] = {}
     for p in action.params:
         spec = meta.params.get(p.param_id)
         if spec is None:
-            raise InvalidArgument(f"action {meta.name}: unknown parameter id {p.param_id}")
+            raise InvalidArgument(f"{where}: unknown parameter id {p.param_id} (ids: "
+                                  f"{_param_list(meta)})")
         name, width = spec
         if name in args:
-            raise InvalidArgument(f"action {meta.name}: parameter {name} given twice")
-        args[name] = bytes_to_int(p.value, width, f"action {meta.name} parameter {name}")
-    missing = [name for name, _ in meta.params.values() if name not in args]
+            raise InvalidArgument(f"{where}: parameter {name} (id {p.param_id}) given twice")
+        try:
+            args[name] = bytes_to_int(p.value, width, f"{where}: parameter {name}")
+        except OutOfRange as e:
+            raise InvalidArgument(str(e)) from None
+    missing = [f"{name} (id {pid})" for pid, (name, _) in sorted(meta.params.items())
+               if name not in args]
     if missing:
-        raise InvalidArgument(f"action {meta.name}: missing parameter(s) {', '.join(missing)}")
+        raise InvalidArgument(f"{where}: missing parameter(s) {', '.join(missing)}")
     return ActionCall(meta.name, args)
 
 
-def action_to_proto(index: P4InfoIndex, call: ActionCall) -> p4runtime_pb2.Action:
-    action_id = index.action_ids[call.name]
+def _param_list(meta: ActionMeta) -> str:
+    return ", ".join(f"{pid} {name}" for pid, (name, _) in sorted(meta.params.items())) or "none"
+
+
+def action_to_proto(index: P4InfoIndex, call: ActionCall,
+                    table: TableMeta | None = None) -> p4runtime_pb2.Action:
+    """Encode ``call``; the same checks as :func:`action_from_proto`, so a client built on this
+    never sends an entry with a parameter left out (it used to become 0) or one dropped."""
+    where = f"table {table.name}: " if table else ""
+    action_id = index.action_ids.get(call.name)
+    if action_id is None:
+        raise InvalidArgument(f"{where}action {call.name} is not in the P4Info")
+    if table is not None and action_id not in table.action_scopes:
+        raise InvalidArgument(f"{where}action {call.name} is not an action of the table")
     meta = index.actions[action_id]
+    known = {name: (pid, width) for pid, (name, width) in meta.params.items()}
+    unknown = [n for n in call.args if n not in known]
+    if unknown:
+        raise InvalidArgument(f"{where}action {call.name}: unknown parameter(s) "
+                              f"{', '.join(unknown)} (parameters: {_param_list(meta)})")
+    missing = [n for n in known if n not in call.args]
+    if missing:
+        raise InvalidArgument(f"{where}action {call.name}: missing parameter(s) "
+                              f"{', '.join(missing)}")
     msg = p4runtime_pb2.Action(action_id=action_id)
     for pid in sorted(meta.params):
-        name, _ = meta.params[pid]
-        msg.params.add(param_id=pid, value=int_to_bytes(call.args.get(name, 0)))
+        name, width = meta.params[pid]
+        value = call.args[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >> width:
+            raise InvalidArgument(f"{where}action {call.name}: parameter {name} = {value!r} "
+                                  f"does not fit in bit<{width}>")
+        msg.params.add(param_id=pid, value=int_to_bytes(value))
     return msg
 
 
@@ -333,7 +368,7 @@ def table_entry_to_proto(index: P4InfoIndex, table: TableMeta, entry: TableEntry
                          ) -> p4runtime_pb2.TableEntry:
     msg = p4runtime_pb2.TableEntry(table_id=table.id, priority=entry.priority)
     msg.match.extend(match_to_proto(table, entry.match))
-    msg.action.action.CopyFrom(action_to_proto(index, entry.action))
+    msg.action.action.CopyFrom(action_to_proto(index, entry.action, table))
     if entry.is_const or table.info.has_const_entries:
         msg.is_const = True
     return msg
@@ -342,7 +377,7 @@ def table_entry_to_proto(index: P4InfoIndex, table: TableMeta, entry: TableEntry
 def default_entry_to_proto(index: P4InfoIndex, table: TableMeta, call: ActionCall
                            ) -> p4runtime_pb2.TableEntry:
     msg = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
-    msg.action.action.CopyFrom(action_to_proto(index, call))
+    msg.action.action.CopyFrom(action_to_proto(index, call, table))
     return msg
 
 

@@ -64,6 +64,9 @@ class P4Info:
 
     def action(self, name: str, **params: int | bytes) -> pb.Action:
         a = self.actions[name]
+        unknown = set(params) - {p.name for p in a.params}
+        if unknown:  # a typo must not quietly drop a parameter from the request
+            raise KeyError(f"action {name} has no parameter(s) {', '.join(sorted(unknown))}")
         msg = pb.Action(action_id=a.preamble.id)
         for p in a.params:
             value = params[p.name]
