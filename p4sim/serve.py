@@ -1,14 +1,18 @@
 """``python -m p4sim serve``: run a P4 program as a switch on Linux interfaces.
 
     python -m p4sim serve PROGRAM.p4 [--arch v1model|tna] [-I DIR]... [--device-id N]
-        [--grpc-addr HOST:PORT] -i PORTNUM@IFACE ... [--cpu-port N]
+        [--grpc-addr HOST:PORT] [-i PORTNUM@IFACE ...] [--cpu-port N]
         [--drop-rate P] [--delay-ms D] [--jitter-ms J] [--seed S]
         [--impair N:drop=P,delay=D,jitter=J]... [--pcap-dir DIR] [--log-level LEVEL]
 
 Once everything is up, one line ``p4sim: serving PROGRAM on ports 1@eth1,... grpc HOST:PORT``
 goes to stderr (tests and Mininet wait for it). SIGTERM/SIGINT stop the switch cleanly;
 SIGUSR1 logs the port counters. Without ``--grpc-addr`` no P4Runtime server is started (the
-program then runs with its const entries and default actions only).
+program then runs with its const entries and default actions only). Without ``-i`` the switch
+has no data ports, like ``simple_switch_grpc`` started without interfaces: P4Runtime works
+and PacketOut frames still go through the pipeline (outputs to the CPU port come back as
+PacketIn, to any other port they are counted and dropped); the ready line says ``ports none``.
+Without both there would be nothing to talk to, so that is refused.
 Exit status: 0 after a clean stop, 2 for bad arguments / interfaces / programs, 1 for other
 failures to start.
 """
@@ -87,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grpc-addr", default=None, metavar="HOST:PORT",
                    help="P4Runtime listen address (port 0: any free port)")
     p.add_argument("-i", dest="interfaces", action="append", default=[],
-                   metavar="PORTNUM@IFACE", help="bind a switch port to an interface")
+                   metavar="PORTNUM@IFACE",
+                   help="bind a switch port to an interface (none: a control-plane-only switch)")
     p.add_argument("--cpu-port", type=int, default=None)
     p.add_argument("--drop-rate", type=float, default=0.0,
                    help="egress drop probability of every port")
@@ -110,8 +115,9 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
     except ValueError as e:
         raise UsageError(str(e)) from None
     per_port = dict(_parse_impair(s, base) for s in args.impair)
-    if not args.interfaces:
-        raise UsageError("no ports: give at least one -i PORTNUM@IFACE")
+    if not args.interfaces and args.grpc_addr is None:
+        raise UsageError("no ports and no --grpc-addr: give -i PORTNUM@IFACE, or --grpc-addr "
+                         "HOST:PORT for a control-plane-only switch")
     seen_nums: set[int] = set()
     seen_ifs: set[str] = set()
     ports = []
@@ -253,7 +259,7 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
         signal.signal(signal.SIGUSR1, lambda *_: log.info("counters: %s", loop.stats_line()))
 
         loop.start()
-        port_text = ",".join(f"{p.number}@{p.ifname}" for p in ports)
+        port_text = ",".join(f"{p.number}@{p.ifname}" for p in ports) or "none"
         print(f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text} "
               f"device-id {args.device_id} pid {os.getpid()}", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
