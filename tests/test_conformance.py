@@ -143,9 +143,10 @@ MAIN = "V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;\n"
     ("", "action set(out bit<8> d, bit<8> v) { d = v; }"
          " table t { key = { hdr.h.a : exact; } actions = { set(hdr.h.a, 1); } } apply { t.apply(); }",
      "the actions list must bind its 1 directional parameter(s), it gives 2"),
-    ("typedef bit<16> PortId_t;", "apply { }", "'PortId_t' is already declared"),
     ("", "apply { meta.x = (bit<8>) meta.minSizeInBytes(); }", "minSizeInBytes(): m_t has no fixed size"),
-    ("", "apply { resubmit({meta.x}); }", "resubmit(data) is deprecated and not supported"),
+    ("", "apply { resubmit({meta.x}); }", "resubmit: unknown extern function"),
+    ("", "apply { resubmit({}); }", "use resubmit_preserving_field_list and @field_list"),
+    ("", "apply { clone3(CloneType.I2E, 32w5, {}); }", "clone3: unknown extern function"),
 ])
 def test_load_errors(tmp_path: Path, top: str, body: str, message: str) -> None:
     src = PRELUDE + top + "\ncontrol Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {\n" \

@@ -101,7 +101,7 @@ UNSUPPORTED = {
                          "generic control declarations are not supported"),
     "action profiles": (_ingress(" action_profile(4) ap; apply { } "), "extern action_profile is not supported"),
     "Checksum16": (_ingress(" Checksum16() c; apply { } "), "extern Checksum16 is not supported"),
-    "clone3": (_ingress(" apply { clone3(CloneType.I2E, 1, {hdr.h.a}); } "), "clone3 is deprecated and not supported"),
+    "clone3": (_ingress(" apply { clone3(CloneType.I2E, 1, {hdr.h.a}); } "), "clone3: unknown extern function"),
     "for loops": (_ingress(" apply { for (bit<8> i = 0; i < 4; i = i + 1) { } } "), "for loops"),
 }
 

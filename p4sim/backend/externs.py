@@ -400,14 +400,6 @@ def _field_parts(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> list[tuple[str, 
     return parts
 
 
-# A v1model field list index with no fields: the deprecated clone3/resubmit/recirculate with {}.
-NO_FIELDS = -1
-
-
-def _empty_list(e: ast.Expr) -> bool:
-    return isinstance(e, ast.ListExpr) and not e.items
-
-
 def _field_list(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
     """A P4 field list as a Python tuple of (value, width) pairs, MSB first."""
     return "(" + "".join(f"({v}, {wd}), " for v, wd in _field_parts(c, e, ctx)) + ")"
@@ -512,7 +504,12 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
             cur, _ = c.compile_expr(args[2].value, ctx)
             w.line(f"if {cond} and {value} != {cur}: _ctx.std_meta.checksum_error = 1")
         return "", VoidT()
-    if name in ("clone", "clone_preserving_field_list", "clone3"):
+    if name in ("clone3", "resubmit", "recirculate"):
+        # declared (deprecated) by v1model.p4, but p4c's bmv2 back end converts none of them
+        new_name = "clone_preserving_field_list" if name == "clone3" else f"{name}_preserving_field_list"
+        raise _err(call, f"{name}: unknown extern function (p4c's bmv2 back end does not support "
+                         f"the deprecated {name}; use {new_name} and @field_list)")
+    if name in ("clone", "clone_preserving_field_list"):
         if name == "clone":
             need(2)
         else:
@@ -529,10 +526,6 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
         if name == "clone_preserving_field_list":
             fl = c.const_eval(args[2].value, ctx.scope)
             w.line(f"_ctx.clone_field_list = {fl}")
-        elif name == "clone3":
-            if not _empty_list(args[2].value):
-                raise _err(call, "clone3 is deprecated and not supported; use clone_preserving_field_list")
-            w.line(f"_ctx.clone_field_list = {NO_FIELDS}")  # clone3(t, s, {}) keeps no metadata
         else:
             w.line("_ctx.clone_field_list = None")
         return "", VoidT()
@@ -542,11 +535,6 @@ def compile_extern_function(c: "Compiler", name: str, protos: list[ast.FunctionP
         attr = "resubmit_field_list" if name.startswith("resubmit") else "recirculate_field_list"
         w.line(f"_ctx.{attr} = {fl}")
         return "", VoidT()
-    if name in ("resubmit", "recirculate"):
-        if len(args) == 1 and _empty_list(args[0].value):  # {}: preserve no metadata
-            w.line(f"_ctx.{name}_field_list = {NO_FIELDS}")
-            return "", VoidT()
-        raise _err(call, f"{name}(data) is deprecated and not supported; use {name}_preserving_field_list")
     if name == "digest":
         need(2)
         if call.type_args:

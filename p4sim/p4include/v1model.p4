@@ -2,9 +2,15 @@
  * p4sim: the v1model architecture (BMv2 simple_switch model).
  *
  * Written for p4sim; declaration-compatible with p4c's p4include/v1model.p4.
- * As in p4c, V1MODEL_VERSION selects the extern flavour: >= 20200408 gives typed
- * register/counter/meter indices; the default (20180101) gives the older
- * register<T>, counter and meter with bit<32> indices.
+ * As in p4c, V1MODEL_VERSION selects the flavour: >= 20200408 gives typed
+ * register/counter/meter indices and the PortId_t typedef; the default
+ * (20180101, p4c's default too: p4include/v1model.p4 and p4c-bm2-ss pass no
+ * -DV1MODEL_VERSION) gives register<T>, counter and meter with bit<32> indices
+ * and bit<9> ports.
+ *
+ * resubmit(data), recirculate(data) and clone3(type, session, data) are
+ * declared as in p4c, but calling them is an error ("unknown extern function"),
+ * as it is for p4c's bmv2 back end; use the *_preserving_field_list forms.
  */
 
 #ifndef _V1_MODEL_P4_
@@ -12,7 +18,7 @@
 
 #include "core.p4"
 
-// Same default as p4c when a program does not say.
+// Same default as p4c's v1model.p4 when a program does not say.
 #ifndef V1MODEL_VERSION
 #define V1MODEL_VERSION 20180101
 #endif
@@ -25,14 +31,16 @@ match_kind {
 
 const bit<32> __v1model_version = V1MODEL_VERSION;
 
+#if V1MODEL_VERSION >= 20200408
 typedef bit<9> PortId_t;
+#endif
 
 // Per-packet metadata shared between the architecture and the program.
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
-    PortId_t ingress_port;     // port the packet arrived on
-    PortId_t egress_spec;      // set in ingress: output port (511 drops)
-    PortId_t egress_port;      // in egress: actual output port
+    bit<9>   ingress_port;     // port the packet arrived on
+    bit<9>   egress_spec;      // set in ingress: output port (511 drops)
+    bit<9>   egress_port;      // in egress: actual output port
     bit<32>  instance_type;    // normal, clone, resubmit, recirculate, ...
     bit<32>  packet_length;    // bytes
     // queueing data (valid in egress)
@@ -88,6 +96,11 @@ extern direct_counter {
     direct_counter(CounterType type);
     void count();
 }
+
+// Colours execute_meter()/read() give.
+#define V1MODEL_METER_COLOR_GREEN  0
+#define V1MODEL_METER_COLOR_YELLOW 1
+#define V1MODEL_METER_COLOR_RED    2
 
 // Array of meters indexed by I; result is 0 green, 1 yellow, 2 red.
 #if V1MODEL_VERSION >= 20200408

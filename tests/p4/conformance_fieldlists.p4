@@ -1,8 +1,11 @@
-// p4sim corpus (conformance sweep fixes): @field_list on fields of a nested metadata struct (as in
-// p4-learning's resubmit example) is preserved by resubmit_preserving_field_list; the deprecated
-// resubmit({}) and clone3(type, session, {}) forms with an empty list (as in p4c's
-// v1model-special-ops-bmv2) preserve no metadata.
+// p4sim corpus (conformance sweep fixes), in the v1model API p4c's bmv2 back end supports
+// (V1MODEL_VERSION 20200408 externs; the deprecated resubmit(data)/clone3(type, session, data)
+// are "unknown extern function"s for p4c-bm2-ss): @field_list on fields of a nested metadata
+// struct (as in p4-learning's resubmit example) is preserved by resubmit_preserving_field_list;
+// a field list index that tags no field (p4c warns and uses an empty list) preserves no
+// metadata, for resubmit_preserving_field_list and clone_preserving_field_list alike.
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 header h_t { bit<8> op; bit<8> passes; bit<8> kept; bit<8> lost; bit<8> itype; }
@@ -13,6 +16,9 @@ struct counters_t {
     bit<8> not_kept;
 }
 struct meta_t { counters_t c; }
+
+const bit<8> FL_COUNTERS = 0;   // tags meta.c.i
+const bit<8> FL_NOTHING = 1;    // tags no field
 
 parser P(packet_in pkt, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start { pkt.extract(hdr.h); transition accept; }
@@ -28,17 +34,23 @@ control Ing(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) 
         if (hdr.h.op == 1 && meta.c.i < hdr.h.passes) {
             meta.c.i = meta.c.i + 1;
             meta.c.not_kept = 0xee;
-            resubmit_preserving_field_list(0);
+            resubmit_preserving_field_list(FL_COUNTERS);
         } else if (hdr.h.op == 2 && sm.instance_type == 0) {
             meta.c.i = 9;
-            resubmit({});
+            resubmit_preserving_field_list(FL_NOTHING);
         } else if (hdr.h.op == 3) {
-            clone3(CloneType.I2E, 32w5, {});
+            meta.c.i = 9;
+            clone_preserving_field_list(CloneType.I2E, 32w5, FL_NOTHING);
         }
     }
 }
 
-control Eg(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control Eg(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        // the clone (instance type 1) shows that meta.c.i was not preserved into it
+        if (sm.instance_type == 1) { hdr.h.kept = meta.c.i; }
+    }
+}
 control CC(inout headers hdr, inout meta_t meta) { apply { } }
 control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr); } }
 V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;

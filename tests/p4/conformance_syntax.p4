@@ -3,13 +3,14 @@
 // size, initialised locals, casts, nested structs, stack[i].f, lookahead<bit<8>>, select on a
 // tuple with _, serializable enum casts and switch, switch on a value, tuple types, log_msg,
 // .hit/.miss, error in select/comparisons, verify, parser_error; and what the conformance sweep
-// fixed: a typedef repeated after v1model.p4 (PortId_t), @atomic blocks, == / != on headers,
+// fixed: a PortId_t typedef of the program's own (v1model.p4 declares one only for
+// V1MODEL_VERSION >= 20200408), @atomic blocks, == / != on headers,
 // structs and stacks, minSizeInBytes(), parser-state locals used in the transition select,
 // @name on action parameters (the control-plane name, used by the STF `add` below).
 #include <core.p4>
 #include <v1model.p4>
 
-typedef bit<9> PortId_t;    // v1model.p4 declares the same typedef: accepted, as by p4c
+typedef bit<9> PortId_t;    // the default V1MODEL_VERSION (20180101) declares none
 
 header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
 header tag_t { bit<8> kind; bit<8> val; }
