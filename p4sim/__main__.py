@@ -1,4 +1,4 @@
-"""Command line: ``python -m p4sim {stf,p4info,serve} ...``."""
+"""Command line: ``python -m p4sim {stf,p4info,serve,compile,bfrt-json} ...``."""
 from __future__ import annotations
 
 import sys
@@ -9,6 +9,8 @@ commands:
   stf PROGRAM.p4 TEST.stf [--arch v1model|tna] [-I DIR]...   run an STF test
   p4info PROGRAM.p4 [--arch ...] [-o FILE] [--format text|binary|json]
   serve PROGRAM.p4 --arch v1model --device-id N --grpc-addr HOST:PORT -i PORT@IFACE ...
+        (--arch tna --bfrt-addr HOST:PORT: BfRuntime, Tofino's control API)
+  bfrt-json PROGRAM.p4 [-I DIR]... [-o FILE] [--fixed]         a TNA program's bf-rt.json
   compile PROGRAM.p4 [--arch ...] [-I DIR]...                 check a program, print the generated Python
 """
 
@@ -34,6 +36,43 @@ def _compile_main(argv: list[str]) -> int:
     return 0
 
 
+def _bfrt_json_main(argv: list[str]) -> int:
+    import argparse
+
+    from . import CompileError, load_program
+    ap = argparse.ArgumentParser(
+        prog="python -m p4sim bfrt-json",
+        description="Write the bf-rt.json (BfRuntime schema) of a TNA program, with bf-p4c's "
+                    "names; ids are p4sim's (clients resolve names, never ids).")
+    ap.add_argument("program")
+    ap.add_argument("-I", dest="include_dirs", action="append", default=[])
+    ap.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    ap.add_argument("--fixed", action="store_true",
+                    help="write the device's fixed tables ($PORT, $pre.mgid, $pre.node) instead")
+    args = ap.parse_args(argv)
+    from .bfrt.bfrt_json import dumps, fixed_bfrt_info, pipeline_name, program_bfrt_info
+    if args.fixed:
+        doc = fixed_bfrt_info()
+    else:
+        try:
+            prog = load_program(args.program, "tna", args.include_dirs)
+        except CompileError as e:
+            print(e, file=sys.stderr)
+            return 2
+        doc = program_bfrt_info(prog.info, pipeline_name(prog.source))
+    text = dumps(doc)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            print(f"p4sim bfrt-json: error: cannot write {args.output}: {e.strerror}", file=sys.stderr)
+            return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
@@ -51,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve_main(rest)
     if cmd == "compile":
         return _compile_main(rest)
+    if cmd == "bfrt-json":
+        return _bfrt_json_main(rest)
     print(f"p4sim: unknown command '{cmd}'\n\n{USAGE}", file=sys.stderr)
     return 2
 

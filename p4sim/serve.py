@@ -1,14 +1,16 @@
 """``python -m p4sim serve``: run a P4 program as a switch on Linux interfaces.
 
     python -m p4sim serve PROGRAM.p4 [--arch v1model|tna] [-I DIR]... [--device-id N]
-        [--grpc-addr HOST:PORT] [-i PORTNUM@IFACE ...] [--cpu-port N]
+        [--grpc-addr HOST:PORT] [--bfrt-addr HOST:PORT] [-i PORTNUM@IFACE ...] [--cpu-port N]
         [--drop-rate P] [--delay-ms D] [--jitter-ms J] [--seed S]
         [--impair N:drop=P,delay=D,jitter=J]... [--pcap-dir DIR] [--log-level LEVEL]
 
 Once everything is up, one line ``p4sim: serving PROGRAM on ports 1@eth1,... grpc HOST:PORT``
-goes to stderr (tests and Mininet wait for it). SIGTERM/SIGINT stop the switch cleanly;
+(`` bfrt HOST:PORT`` follows when BfRuntime is served) goes to stderr (tests and Mininet wait for it). SIGTERM/SIGINT stop the switch cleanly;
 SIGUSR1 logs the port counters. Without ``--grpc-addr`` no P4Runtime server is started (the
-program then runs with its const entries and default actions only). Without ``-i`` the switch
+program then runs with its const entries and default actions only). ``--bfrt-addr`` (TNA
+programs only) serves BfRuntime, Tofino's control API, as bf_switchd does (see
+:mod:`p4sim.bfrt.server`); it may be given with or without ``--grpc-addr``. Without ``-i`` the switch
 has no data ports, like ``simple_switch_grpc`` started without interfaces: P4Runtime works
 and PacketOut frames still go through the pipeline (outputs to the CPU port come back as
 PacketIn, to any other port they are counted and dropped); the ready line says ``ports none``.
@@ -49,10 +51,10 @@ def _parse_port_map(spec: str) -> tuple[int, str]:
     return num, m.group(2)
 
 
-def _parse_addr(spec: str) -> tuple[str, int]:
+def _parse_addr(spec: str, option: str = "--grpc-addr") -> tuple[str, int]:
     m = re.fullmatch(r"(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d+)", spec)
     if not m or int(m.group(2)) > 65535:
-        raise UsageError(f"bad --grpc-addr {spec!r}: expected HOST:PORT")
+        raise UsageError(f"bad {option} {spec!r}: expected HOST:PORT")
     return m.group(1), int(m.group(2))
 
 
@@ -90,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-id", type=int, default=1)
     p.add_argument("--grpc-addr", default=None, metavar="HOST:PORT",
                    help="P4Runtime listen address (port 0: any free port)")
+    p.add_argument("--bfrt-addr", default=None, metavar="HOST:PORT",
+                   help="BfRuntime listen address, TNA programs only (port 0: any free port)")
     p.add_argument("-i", dest="interfaces", action="append", default=[],
                    metavar="PORTNUM@IFACE",
                    help="bind a switch port to an interface (none: a control-plane-only switch)")
@@ -115,7 +119,7 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
     except ValueError as e:
         raise UsageError(str(e)) from None
     per_port = dict(_parse_impair(s, base) for s in args.impair)
-    if not args.interfaces and args.grpc_addr is None:
+    if not args.interfaces and args.grpc_addr is None and args.bfrt_addr is None:
         raise UsageError("no ports and no --grpc-addr: give -i PORTNUM@IFACE, or --grpc-addr "
                          "HOST:PORT for a control-plane-only switch")
     seen_nums: set[int] = set()
@@ -173,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.grpc_addr is not None:
             _parse_addr(args.grpc_addr)
+        if args.bfrt_addr is not None:
+            _parse_addr(args.bfrt_addr, "--bfrt-addr")
+            if args.arch != "tna":
+                raise UsageError("--bfrt-addr serves TNA programs: add --arch tna")
         ports = _make_ports(args)
     except UsageError as e:
         print(f"p4sim serve: error: {e}", file=sys.stderr)
@@ -224,7 +232,9 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
         log.info("pipeline reloaded: the dataplane now runs the new program")
 
     server = None
+    bfrt = None
     grpc_text = "none"
+    bfrt_text = ""
     try:
         if args.grpc_addr is not None:
             try:
@@ -247,6 +257,18 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
                 return 1
             grpc_text = f"{host}:{bound}"
             loop.cpu_handler = server.send_packet_in
+        if args.bfrt_addr is not None:
+            from p4sim.bfrt.server import BfRtServer
+            bfrt = BfRtServer(switch, device_id=args.device_id, loader=loader,
+                              ports={p.number for p in ports} if ports else None,
+                              on_switch_change=on_switch_change)
+            host, _ = _parse_addr(args.bfrt_addr, "--bfrt-addr")
+            try:
+                bfrt_text = f" bfrt {host}:{bfrt.start(args.bfrt_addr)}"
+            except Exception as e:  # e.g. address already in use
+                print(f"p4sim serve: error: cannot listen on {args.bfrt_addr}: {e}",
+                      file=sys.stderr)
+                return 1
 
         stop = threading.Event()
 
@@ -260,7 +282,7 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
 
         loop.start()
         port_text = ",".join(f"{p.number}@{p.ifname}" for p in ports) or "none"
-        print(f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text} "
+        print(f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text}{bfrt_text} "
               f"device-id {args.device_id} pid {os.getpid()}", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             if not loop.running:
@@ -273,6 +295,8 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
                 server.stop()
             except Exception:
                 log.exception("stopping the P4Runtime server failed")
+        if bfrt is not None:
+            bfrt.stop()
         loop.stop()
         log.info("stopped; counters: %s", loop.stats_line())
 

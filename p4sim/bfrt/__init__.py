@@ -1,0 +1,20 @@
+"""BfRuntime (Tofino's control-plane API) for p4sim: bf-rt.json generation, a gRPC server over
+a TNA :class:`~p4sim.Switch`, and the protocol bindings the controller's client shares.
+
+    python -m p4sim bfrt-json PROGRAM.p4 [-o bf-rt.json]
+    python -m p4sim serve PROGRAM.p4 --arch tna --bfrt-addr HOST:PORT [-i PORT@IFACE ...]
+"""
+from __future__ import annotations
+
+# first: it fixes the protobuf backend before anything imports protobuf
+from p4sim import p4runtime as _protobuf_env  # noqa: F401
+
+
+def serve_bfrt(switch, addr: str = "127.0.0.1:50052", **kw):  # type: ignore[no-untyped-def]
+    """See :func:`p4sim.bfrt.server.serve_bfrt`."""
+    from .server import serve_bfrt as _serve
+
+    return _serve(switch, addr, **kw)
+
+
+__all__ = ["serve_bfrt"]

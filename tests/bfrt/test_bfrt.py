@@ -1,0 +1,187 @@
+"""BfRuntime: p4sim's server (``p4sim serve --arch tna --bfrt-addr``) driven by the controller's
+BfRt back end (controller.bfrt_target), and ``p4sim bfrt-json``."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller.bfrt_target import BfRtTarget, BfRtTargetError
+from controller.ina_tables import InaTables
+from hostlib.protocol import Flags, InaHeader, build_frame, parse_frame
+from p4sim import Switch, load_program
+from p4sim.bfrt.server import BfRtServer
+from dataplane.ina_harness import PROGRAMS, PS_IP, lanes_of, program, worker_ip
+from netns import ServeProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+TNA = PROGRAMS["tna"][0]
+PAIRS = ROOT / "tests" / "p4tna" / "pair_register.p4"
+
+
+@pytest.fixture
+def server():
+    srv = BfRtServer(Switch(program("tna")))
+    port = srv.start("127.0.0.1:0")
+    yield srv, f"127.0.0.1:{port}"
+    srv.stop()
+
+
+def _install_one_job(t: InaTables, workers: int = 2) -> None:
+    t.add_node(1, pool_base=0, pool_size=64)
+    t.add_job(1)
+    t.add_lpm(PS_IP, 32, 10)
+    for w in range(workers):
+        t.add_lpm(worker_ip(w), 32, w + 1)
+    t.add_result_group(1, [(w + 1, worker_ip(w), w) for w in range(workers)])
+    t.level_to_multicast(1, 1, group=1)
+
+
+def _frame(w: int, k: int) -> bytes:
+    return build_frame(InaHeader.for_worker(1, 1, 0, 5, w, 2), np.full(k, w + 1, np.int32),
+                       src_ip=worker_ip(w), dst_ip=PS_IP)
+
+
+def test_bfrt_json_names_every_table_and_register_as_bf_p4c_does(tmp_path) -> None:
+    out = tmp_path / "bf-rt.json"
+    r = subprocess.run([sys.executable, "-m", "p4sim", "bfrt-json", str(TNA), "-o", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    by_name = {t["name"]: t for t in doc["tables"]}
+    info = program("tna").info
+    assert {f"pipe.{n}" for n in info.tables} <= set(by_name)
+    assert {f"pipe.{n}" for n in info.registers} <= set(by_name)
+    node = by_name["pipe.InaIngress.ina_node"]
+    assert node["table_type"] == "MatchAction_Direct"
+    assert [k["name"] for k in node["key"]] == [k.name for k in info.tables["InaIngress.ina_node"].keys]
+    lane = next(t for n, t in by_name.items() if n.endswith(".lane_0"))
+    assert lane["table_type"] == "Register"
+    assert [k["name"] for k in lane["key"]] == ["$REGISTER_INDEX"]
+    ids = [t["id"] for t in doc["tables"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_bfrt_json_of_a_bad_program_is_one_line(tmp_path) -> None:
+    bad = tmp_path / "bad.p4"
+    bad.write_text("#include <core.p4>\n#include <tna.p4>\ncontrol C() { apply { x = 1; } }\n")
+    r = subprocess.run([sys.executable, "-m", "p4sim", "bfrt-json", str(bad)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "bad.p4:" in r.stderr
+
+
+def test_plan_installed_over_bfrt_aggregates_exactly_and_registers_read_back(server) -> None:
+    srv, address = server
+    k = lanes_of("tna")
+    with BfRtTarget(address) as target:
+        tables = InaTables(target)
+        _install_one_job(tables)
+        with pytest.raises(BfRtTargetError, match="ina_job") as err:
+            tables.add_job(1)
+        assert "\n" not in str(err.value)
+        assert [e.action.args for e in target.table_entries(tables._table("ina_node"))] == [
+            {"pool_base": 0, "pool_mask": 63}]
+        sw = srv.switch
+        assert sw.process(1, _frame(0, k)) == []
+        lane0 = next(n for n in target.info.registers if n.endswith(".lane_0"))
+        partial = [target.register_read(lane0, i) for i in range(64)]
+        assert sorted(v for v in partial if v) == [1]          # worker 0's value, one aggregator
+        out = [(p, parse_frame(d, k)) for p, d in sw.process(2, _frame(1, k))]
+        assert sorted(p for p, _ in out) == [1, 2]
+        assert all(Flags.RESULT in pkt.header.flags and np.all(pkt.lanes == 3) for _, pkt in out)
+        target.register_write(lane0, 7, 12345)
+        assert target.register_read(lane0, 7) == 12345 == sw.register_read(lane0.split(".", 1)[1], 7)
+        target.register_reset(lane0)
+        assert target.register_read(lane0, 7) == 0
+
+
+def test_ports_and_multicast_groups_through_the_fixed_tables(server) -> None:
+    srv, address = server
+    with BfRtTarget(address) as target:
+        target.port_add(4, "BF_SPEED_100G", "BF_FEC_TYP_RS")
+        got = target.port_get(4)
+        assert got["$SPEED"] == "BF_SPEED_100G" and got["$FEC"] == "BF_FEC_TYP_RS"
+        assert got["$PORT_ENABLE"] is True
+        with pytest.raises(BfRtTargetError, match="BF_SPEED_7G"):
+            target.port_add(5, "BF_SPEED_7G")
+        InaTables(target).add_result_group(9, [(1, worker_ip(0), 0), (3, worker_ip(2), 2)], rid_base=40)
+        assert sorted(target.pre.get_group(9)) == sorted(srv.switch.pre.get_group(9))
+        target.port_delete(4)
+        with pytest.raises(BfRtTargetError):
+            target.port_get(4)
+
+
+def test_a_failed_batch_changes_nothing_and_names_the_update(server) -> None:
+    srv, address = server
+    with BfRtTarget(address) as target:
+        tables = InaTables(target)
+        with pytest.raises(BfRtTargetError) as err:
+            with target.batch():
+                tables.add_job(2)
+                tables.add_job(3, preemption=True)
+                tables.add_job(2)                     # duplicate: the batch is rolled back
+        assert "\n" not in str(err.value) and "ina_job" in str(err.value)
+        assert srv.switch.table_entries("InaIngress.ina_job") == []
+
+
+def test_paired_registers_have_one_data_field_per_member(tmp_path) -> None:
+    srv = BfRtServer(Switch(load_program(str(PAIRS), arch="tna")))
+    port = srv.start("127.0.0.1:0")
+    try:
+        with BfRtTarget(f"127.0.0.1:{port}") as target:
+            name = next(n for n in target.info.registers if n.endswith(".pairs"))
+            assert target.register_read(name, 2) == (100, 0)   # the Register's initial value
+            target.register_write(name, 2, (7, 9))
+            assert target.register_read(name, 2) == (7, 9)
+            assert target.register_read_pipes(name, 2) == [(7, 9)]
+    finally:
+        srv.stop()
+
+
+def test_a_client_must_name_the_device_and_the_program(server) -> None:
+    _, address = server
+    with pytest.raises(BfRtTargetError, match="device 5"):
+        BfRtTarget(address, device_id=5)
+    with pytest.raises(BfRtTargetError, match="no program 'other'"):
+        BfRtTarget(address, p4_name="other")
+
+
+def test_p4sim_serve_bfrt_survives_a_restart_once_the_plan_is_reinstalled() -> None:
+    argv = [sys.executable, "-m", "p4sim", "serve", str(TNA), "--arch", "tna",
+            "--device-id", "0", "--bfrt-addr", "127.0.0.1:0"]
+
+    def start() -> tuple[ServeProcess, str]:
+        proc = ServeProcess(argv)
+        line = proc.wait_ready(120)
+        host_port = line.split(" bfrt ", 1)[1].split()[0]
+        return proc, host_port
+
+    proc, address = start()
+    try:
+        with BfRtTarget(address) as target:
+            _install_one_job(InaTables(target))
+            assert len(target.table_entries(InaTables(target)._table("ina_job"))) == 1
+    finally:
+        proc.stop()
+    proc, address = start()                          # a restarted switch is empty
+    try:
+        with BfRtTarget(address) as target:
+            tables = InaTables(target)
+            assert target.table_entries(tables._table("ina_job")) == []
+            _install_one_job(tables)
+            assert len(target.table_entries(tables._table("ina_job"))) == 1
+    finally:
+        proc.stop()
+
+
+def test_serve_refuses_bfrt_for_a_v1model_program() -> None:
+    r = subprocess.run([sys.executable, "-m", "p4sim", "serve", str(PROGRAMS["v1model"][0]),
+                        "--bfrt-addr", "127.0.0.1:0"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "p4sim serve: error: --bfrt-addr serves TNA programs: add --arch tna"
