@@ -8,8 +8,16 @@
     python -m controller check PLAN.json --topology T.json --job J.json
     python -m controller schemes
 
-Exit status: 0 fine, 1 the checked plan has violations, 2 bad input (one line on stderr:
-``file: what is wrong``).
+On a testbed (docs/testbed.md: switches, their ports and control addresses, hosts, links):
+
+    python -m controller topo testbed LAB.json -o T.json          # the planners' topology
+    python -m controller deploy --network LAB.json --plan PLAN.json --job J.json
+    python -m controller status --network LAB.json [--plan PLAN.json --job J.json]
+    python -m controller reset JOB --network LAB.json --plan PLAN.json --job J.json
+
+Exit status: 0 fine, 1 the checked plan has violations (check) or a switch could not be
+reached or refused a write (deploy, reset; status: a switch unreachable or not in the plan's
+state), 2 bad input (one line on stderr: ``file: what is wrong``).
 """
 from __future__ import annotations
 
@@ -21,9 +29,11 @@ from typing import Any, Sequence
 
 from . import profiles, topologies
 from .check import evaluate_plan, format_report
+TESTBED_POOL = 4096    # fits both programs' aggregator registers
 from .model import (Job, ModelError, Plan, Topology, load_json, load_jobs, load_plan,
                     load_topology, save_json)
 from .schemes import SchemeUnavailable, available, run_scheme
+from .testbed import load_testbed
 
 
 class UsageError(Exception):
@@ -88,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     it.add_argument("--switch-capacity-gbps", type=float, default=0.0)
     it.add_argument("--ps-capacity-gbps", type=float, default=0.0)
     _common(it)
+    tb = kinds.add_parser("testbed", help="the topology of a testbed file (docs/testbed.md)")
+    tb.add_argument("network", help="testbed file (JSON)")
+    tb.add_argument("-o", "--output", help="output file (default: stdout)")
     ift = kinds.add_parser("inart-fattree", help="InArt §5.3.1: k=6 fat-tree, 20 Mb/s links")
     ift.add_argument("--heterogeneous", action="store_true", help="links uniform in 10-30 Mb/s")
     _common(ift)
@@ -127,6 +140,23 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--json", action="store_true", help="print the report as JSON")
 
     sub.add_parser("schemes", help="list the available schemes")
+
+    def fleet(name: str, help_text: str, plan_required: bool) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--network", required=True, help="testbed file (docs/testbed.md)")
+        p.add_argument("--plan", required=plan_required, help="plan (python -m controller plan)")
+        p.add_argument("--job", required=plan_required, help="the plan's job list")
+        p.add_argument("--pool", type=int, default=TESTBED_POOL,
+                       help="aggregators per switch, a power of two no larger than the program's "
+                            f"registers (default {TESTBED_POOL})")
+        p.add_argument("--timeout", type=float, default=10.0, help="seconds per control request")
+        return p
+    dep = fleet("deploy", "configure ports and install a plan on every switch of a testbed, "
+                "writing only what differs (idempotent; restores a restarted switch)", True)
+    dep.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    fleet("status", "show what every switch holds and, with --plan, what differs from the plan", False)
+    rst = fleet("reset", "remove one job from the switches (the other jobs of the plan stay)", True)
+    rst.add_argument("job_name", metavar="JOB", help="name of the job to remove")
     return ap
 
 
@@ -138,6 +168,9 @@ def _emit(obj: Any, output: str | None) -> None:
 
 
 def cmd_topo(a: argparse.Namespace) -> None:
+    if a.kind == "testbed":
+        _emit(load_testbed(a.network).topology().to_dict(), a.output)
+        return
     fabric = a.kind in ("leaf-spine", "fat-tree")
     frac = 1.0 if a.programmable_fraction is None else a.programmable_fraction
     try:
@@ -406,6 +439,36 @@ def cmd_check(a: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_fleet(a: argparse.Namespace) -> int:
+    from .fleet import plan_ops, sync_testbed
+    if a.pool < 1 or a.pool & (a.pool - 1):
+        raise UsageError(f"--pool {a.pool}: a power of two")
+    testbed = load_testbed(a.network)
+    ops = None
+    if a.plan or a.job:
+        if not (a.plan and a.job):
+            raise UsageError(f"{a.cmd}: --plan and --job go together")
+        jobs, plan = _jobs(a.job), _plan(a.plan)
+        if a.cmd == "reset":
+            if a.job_name not in {j.name for j in jobs}:
+                raise UsageError(f"{a.job}: no job named '{a.job_name}' "
+                                 f"(jobs: {', '.join(j.name for j in jobs)})")
+            jobs = [j for j in jobs if j.name != a.job_name]
+        try:
+            ops = plan_ops(testbed, jobs, plan, pool_size=a.pool)
+        except (ValueError, KeyError) as e:
+            raise UsageError(f"{a.plan}: cannot deploy on {a.network}: {e}") from None
+    dry = a.cmd == "status" or getattr(a, "dry_run", False)
+    reports = sync_testbed(testbed, ops, dry_run=dry, timeout=a.timeout)
+    verb = "to configure" if dry else "configured"
+    for r in reports:
+        print(r.line(verb))
+    failed = any(not r.reachable or r.error for r in reports)
+    if a.cmd == "status":
+        failed = failed or any(r.diff is not None and not r.diff.empty for r in reports)
+    return 1 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     try:
@@ -417,6 +480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             cmd_plan(a)
         elif a.cmd == "check":
             return cmd_check(a)
+        elif a.cmd in ("deploy", "status", "reset"):
+            return cmd_fleet(a)
         else:
             print("\n".join(available()))
     except (ModelError, UsageError) as e:

@@ -463,6 +463,31 @@ class _Replication:
                                                    [0] * len(nodes), what))
             t._update(pb.Update.INSERT, te, what)
 
+    def group_ids(self) -> list[int]:
+        """Every multicast group the device holds ($pre.mgid entries)."""
+        t = self.target
+        spec = t._spec("$pre.mgid")
+        key_id = spec.key("$MGID").id
+        return sorted(codec.int_key(spec.key("$MGID"), k, "$pre.mgid")
+                      for e in t._read(spec, t._entry(spec), "read $pre.mgid")
+                      for k in e.key.fields if k.field_id == key_id)
+
+    def delete_group(self, group_id: int) -> None:
+        """Remove a group: its $pre.mgid entry, then its $pre.node entries."""
+        t = self.target
+        mgid_spec, node_spec = t._spec("$pre.mgid"), t._spec("$pre.node")
+        te = t._entry(mgid_spec)
+        te.key.fields.append(codec.key_field(mgid_spec.key("$MGID"), group_id, "$pre.mgid"))
+        [entry] = t._read(mgid_spec, te, f"read $pre.mgid {group_id}")
+        nodes = next(codec.data_value(mgid_spec.datum_by_id(f.field_id), f, "$pre.mgid")
+                     for f in entry.data.fields if f.field_id == mgid_spec.datum("$MULTICAST_NODE_ID").id)
+        with t.batch():
+            t._update(pb.Update.DELETE, te, f"delete $pre.mgid {group_id}")
+            for node in nodes:
+                ne = t._entry(node_spec)
+                ne.key.fields.append(codec.key_field(node_spec.key("$MULTICAST_NODE_ID"), node, "$pre.node"))
+                t._update(pb.Update.DELETE, ne, f"delete $pre.node {node}")
+
     def get_group(self, group_id: int) -> list[tuple[int, int]]:
         """(port, rid) replicas of a group, read back from $pre.mgid and $pre.node."""
         t = self.target

@@ -85,8 +85,13 @@ class HostAddress:
 
 
 def host_addresses(topo: Topology) -> dict[str, HostAddress]:
-    """10.0.x.y and 02:00:00:00:xx:yy for the i-th host (1-based, topology order); y stays in
-    1..254 so no address looks like a network or broadcast address."""
+    """The addresses a testbed gives its hosts (``topo.meta["addresses"]``: host → {ip, mac},
+    see controller.testbed); otherwise 10.0.x.y and 02:00:00:00:xx:yy for the i-th host
+    (1-based, topology order), y in 1..254 so no address looks like a network or broadcast
+    address."""
+    given = topo.meta.get("addresses") or {}
+    if given:
+        return {h: HostAddress(given[h]["ip"], given[h]["mac"]) for h in topo.hosts()}
     out = {}
     for i, h in enumerate(topo.hosts(), start=1):
         x, y = divmod(i - 1, 254)

@@ -15,7 +15,8 @@ from typing import Any
 from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend first)
 from p4sim.errors import ControlPlaneError
 from p4sim.p4info import build_p4info
-from p4sim.p4runtime.convert import P4InfoIndex, default_entry_to_proto, table_entry_to_proto
+from p4sim.p4runtime.convert import (P4InfoIndex, default_entry_to_proto, match_from_proto,
+                                     match_to_proto, table_action_from_proto, table_entry_to_proto)
 from p4sim.program import Program
 from p4sim.runtime.model import ActionCall, ProgramInfo, TableEntry
 
@@ -126,6 +127,36 @@ class P4RuntimeTarget:
         ent = pb.Entity(table_entry=default_entry_to_proto(self.index, meta, call))
         self._write(pb.Update.MODIFY, ent, f"default action of {table}")
 
+    def table_modify(self, table: str, entry: TableEntry) -> None:
+        meta = self._table(table)
+        ent = pb.Entity(table_entry=table_entry_to_proto(self.index, meta, entry))
+        self._write(pb.Update.MODIFY, ent, f"modify {table}")
+
+    def table_delete(self, table: str, match: dict[str, Any], priority: int = 0) -> None:
+        meta = self._table(table)
+        te = pb.TableEntry(table_id=meta.id, priority=priority)
+        te.match.extend(match_to_proto(meta, match))
+        self._write(pb.Update.DELETE, pb.Entity(table_entry=te), f"delete from {table}")
+
+    def _read(self, entity: pb.Entity, what: str) -> list[pb.Entity]:
+        req = pb.ReadRequest(device_id=self.device_id)
+        req.entities.append(entity)
+        try:
+            return [e for resp in self.stub.Read(req, timeout=self.timeout) for e in resp.entities]
+        except grpc.RpcError as e:
+            raise P4RuntimeTargetError(f"{self.address}: {what}: {e.code().name}: {e.details()}") from None
+
+    def table_entries(self, table: str) -> list[TableEntry]:
+        """The entries of a table as the switch holds them (const entries included)."""
+        meta = self._table(table)
+        out = []
+        for e in self._read(pb.Entity(table_entry=pb.TableEntry(table_id=meta.id)), f"read {table}"):
+            te = e.table_entry
+            call = table_action_from_proto(self.index, meta, te.action, default=False)
+            out.append(TableEntry(match_from_proto(meta, te.match), call, te.priority,
+                                  is_const=te.is_const))
+        return out
+
 
 def _update_errors(e: grpc.RpcError) -> str:
     """A failed Write is UNKNOWN with one p4.v1.Error per update in the status details (P4Runtime
@@ -154,3 +185,22 @@ class _Replication:
         for port, rid in replicas:
             group.replicas.add(egress_port=port, instance=rid)
         self.target._write(pb.Update.INSERT, ent, f"multicast group {group_id}")
+
+    def _group_entity(self, group_id: int) -> pb.Entity:
+        ent = pb.Entity()
+        ent.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = group_id
+        return ent
+
+    def get_group(self, group_id: int) -> list[tuple[int, int]]:
+        """(port, rid) replicas of a group."""
+        ents = self.target._read(self._group_entity(group_id), f"read multicast group {group_id}")
+        return [(r.egress_port, r.instance) for e in ents
+                for r in e.packet_replication_engine_entry.multicast_group_entry.replicas]
+
+    def group_ids(self) -> list[int]:
+        ents = self.target._read(self._group_entity(0), "read multicast groups")
+        return sorted(e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id
+                      for e in ents)
+
+    def delete_group(self, group_id: int) -> None:
+        self.target._write(pb.Update.DELETE, self._group_entity(group_id), f"delete multicast group {group_id}")

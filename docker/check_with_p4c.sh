@@ -7,7 +7,8 @@
 #   2. every STF test of tests/p4 that uses no p4sim extension passes on bmv2 simple_switch
 #      with p4c's own driver (files starting "# p4sim-stf-extensions:" are listed and skipped:
 #      p4sim/stf/README.md);
-#   3. with an Intel SDE in $SDE, the TNA programs compile with bf-p4c.
+#   3. with an Intel SDE in $SDE, the TNA programs compile with bf-p4c, and the bf-rt.json
+#      p4sim serves (python -m p4sim bfrt-json) agrees with the one bf-p4c writes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -45,7 +46,12 @@ if [ -n "${SDE:-}" ] && command -v bf-p4c >/dev/null; then
         name=$(basename "$p" .p4)
         bf-p4c --target tofino --arch tna -o "$out/tna-$name" "$p" \
             && echo "bf-p4c: $p compiled; resources in $out/tna-$name" \
-            || { echo "FAILED with bf-p4c: $p"; failed=1; }
+            || { echo "FAILED with bf-p4c: $p"; failed=1; continue; }
+        # p4sim's BfRuntime schema against the compiler's (names, keys, actions, data; not ids)
+        bfrt=$(find "$out/tna-$name" -name bf-rt.json | head -n 1)
+        if [ -n "$bfrt" ]; then
+            $PY -m p4sim bfrt-json "$p" --compare "$bfrt" || failed=1
+        fi
     done
 fi
 exit $failed

@@ -49,8 +49,13 @@ def _bfrt_json_main(argv: list[str]) -> int:
     ap.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     ap.add_argument("--fixed", action="store_true",
                     help="write the device's fixed tables ($PORT, $pre.mgid, $pre.node) instead")
+    ap.add_argument("--compare", metavar="BF_RT_JSON",
+                    help="compare with a compiler's bf-rt.json (names, types, keys, actions, "
+                         "data; not ids): one line per difference, exit 1 if any")
     args = ap.parse_args(argv)
-    from .bfrt.bfrt_json import dumps, fixed_bfrt_info, pipeline_name, program_bfrt_info
+    import json
+
+    from .bfrt.bfrt_json import compare, dumps, fixed_bfrt_info, pipeline_name, program_bfrt_info
     if args.fixed:
         doc = fixed_bfrt_info()
     else:
@@ -60,6 +65,19 @@ def _bfrt_json_main(argv: list[str]) -> int:
             print(e, file=sys.stderr)
             return 2
         doc = program_bfrt_info(prog.info, pipeline_name(prog.source))
+    if args.compare:
+        try:
+            with open(args.compare, encoding="utf-8") as fh:
+                theirs = json.load(fh)
+        except (OSError, ValueError) as e:
+            print(f"p4sim bfrt-json: error: cannot read {args.compare}: {e}", file=sys.stderr)
+            return 2
+        diffs = compare(doc, theirs)
+        for line in diffs:
+            print(line)
+        print(f"{args.program}: bf-rt.json {'differs in ' + str(len(diffs)) + ' places' if diffs else 'agrees'} "
+              f"with {args.compare}", file=sys.stderr)
+        return 1 if diffs else 0
     text = dumps(doc)
     if args.output == "-":
         sys.stdout.write(text)

@@ -164,3 +164,48 @@ def fixed_bfrt_info() -> dict[str, Any]:
 
 def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2) + "\n"
+
+
+def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    """Differences that matter to a client between two bf-rt.json documents (p4sim's and
+    bf-p4c's), one line each: tables (name, type, size), keys (name, match type, width),
+    actions (name, scope, parameters) and data fields (name, width). Ids are not compared —
+    clients resolve names — and tables only one compiler adds (bf-p4c's ``$``-prefixed fixed
+    tables, port metadata, snapshot and debug tables) are left out."""
+    def index(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {t["name"]: t for t in doc.get("tables", [])
+                if t.get("table_type") in ("MatchAction_Direct", "Register")}
+
+    def width(t: dict[str, Any]) -> Any:
+        return t.get("width") if t.get("type") == "bytes" else t.get("type")
+
+    def data_fields(entries: list[dict[str, Any]]) -> dict[str, Any]:
+        out = {}
+        for d in entries:
+            s = d.get("singleton", d)
+            out[s["name"]] = width(s["type"])
+        return out
+
+    a, b = index(ours), index(theirs)
+    diffs = [f"table {n}: only in p4sim's bf-rt.json" for n in sorted(set(a) - set(b))]
+    diffs += [f"table {n}: only in the compiler's bf-rt.json" for n in sorted(set(b) - set(a))]
+    for name in sorted(set(a) & set(b)):
+        x, y = a[name], b[name]
+        for field in ("table_type", "size"):
+            if x.get(field) != y.get(field):
+                diffs.append(f"table {name}: {field} {x.get(field)} vs {y.get(field)}")
+        kx = [(k["name"], k["match_type"], width(k["type"])) for k in x.get("key", [])]
+        ky = [(k["name"], k["match_type"], width(k["type"])) for k in y.get("key", [])]
+        if sorted(kx) != sorted(ky):
+            diffs.append(f"table {name}: keys {sorted(kx)} vs {sorted(ky)}")
+        ax = {s["name"]: (s.get("action_scope"), data_fields(s.get("data", [])))
+              for s in x.get("action_specs", [])}
+        ay = {s["name"]: (s.get("action_scope"), data_fields(s.get("data", [])))
+              for s in y.get("action_specs", [])}
+        for act in sorted(set(ax) | set(ay)):
+            if ax.get(act) != ay.get(act):
+                diffs.append(f"table {name}: action {act}: {ax.get(act)} vs {ay.get(act)}")
+        dx, dy = data_fields(x.get("data", [])), data_fields(y.get("data", []))
+        if dx != dy:
+            diffs.append(f"table {name}: data fields {dx} vs {dy}")
+    return diffs

@@ -185,3 +185,26 @@ def test_serve_refuses_bfrt_for_a_v1model_program() -> None:
                        timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip() == "p4sim serve: error: --bfrt-addr serves TNA programs: add --arch tna"
+
+
+def test_bfrt_json_compare_reports_what_a_client_would_see_differently(tmp_path) -> None:
+    from p4sim.bfrt.bfrt_json import compare, pipeline_name, program_bfrt_info
+
+    prog = program("tna")
+    ours = program_bfrt_info(prog.info, pipeline_name(prog.source))
+    theirs = json.loads(json.dumps(ours))
+    for t in theirs["tables"]:
+        t["id"] += 1                                     # ids may differ: not a difference
+    assert compare(ours, theirs) == []
+    node = next(t for t in theirs["tables"] if t["name"].endswith("ina_node"))
+    node["key"][0]["type"]["width"] += 1
+    theirs["tables"] = [t for t in theirs["tables"] if not t["name"].endswith(".lane_1")]
+    diffs = compare(ours, theirs)
+    assert len(diffs) == 2
+    assert any("lane_1: only in p4sim" in d for d in diffs)
+    assert any("ina_node: keys" in d for d in diffs)
+    path = tmp_path / "theirs.json"
+    path.write_text(json.dumps(theirs))
+    r = subprocess.run([sys.executable, "-m", "p4sim", "bfrt-json", str(TNA), "--compare", str(path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and len(r.stdout.splitlines()) == 2
