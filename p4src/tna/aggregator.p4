@@ -68,14 +68,20 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
     };
     EXCHANGE_REGISTER(bit<8>, agg_priority, meta.new_priority)
-    // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority.
+    // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority. The
+    // stateful ALU has no shift, so the contest only reads the priority; the MAU compares it and
+    // computes the half, and a resubmitted pass writes it (compare-and-set, below).
     RegisterAction<bit<8>, bit<32>, bit<8>>(agg_priority) agg_priority_contest = {
         void apply(inout bit<8> value, out bit<8> rv) {
-            if (hdr.ina.priority > value) {
-                rv = 1;
-            } else {
-                value = value >> 1;
-                rv = 0;
+            rv = value;
+        }
+    };
+    // Second pass of a failed contest: halve only if the priority is still the one the contest
+    // read (another packet may have swapped or freed the aggregator in between).
+    RegisterAction<bit<8>, bit<32>, bit<8>>(agg_priority) agg_priority_downgrade = {
+        void apply(inout bit<8> value) {
+            if (value == meta.resubmit.prio_seen) {
+                value = meta.resubmit.prio_next;
             }
         }
     };
@@ -138,17 +144,31 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     action lanes_add()      { INA_FOR_EACH_LANE(LANE_ADD) }
     action lanes_take()     { INA_FOR_EACH_LANE(LANE_TAKE) }
 
+    // The aggregator index, the way Tofino computes it: the hash unit writes its own field, the
+    // mask and the base are applied by later actions, and every register is indexed by the
+    // plain field agg_index (bf-p4c refuses a hash or an expression as a register index).
+    action compute_agg_hash() {
+        meta.agg_hash = agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
+                                       hdr.ina.fragment_id });
+        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
+        meta.key_lo = hdr.ina.fragment_id;
+    }
+    action compute_agg_offset() {
+        meta.agg_offset = meta.agg_hash & meta.pool_mask;
+    }
+    action compute_agg_index() {
+        meta.agg_index = meta.pool_base + (bit<32>) meta.agg_offset;
+    }
+
     apply {
         if (meta.op == INA_OP_NONE && meta.releasing == 0 && hdr.ina.count >= hdr.ina.fan_in
                 && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
             meta.verdict = INA_COMPLETE;
             return;
         }
-        meta.agg_index = meta.pool_base
-            + (bit<32>) (agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
-                                        hdr.ina.fragment_id }) & meta.pool_mask);
-        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
-        meta.key_lo = hdr.ina.fragment_id;
+        compute_agg_hash();
+        compute_agg_offset();
+        compute_agg_index();
         meta.verdict = INA_PASS;
 
         if (meta.op == INA_OP_NONE) {
@@ -205,9 +225,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             }
             if (owner == OWNER_MATCH) {
                 bit<32> seen = agg_bitmap_merge.execute(meta.agg_index);
-                if ((seen & hdr.ina.bitmap) != 0) {
+                meta.dup_bits = seen & hdr.ina.bitmap;      // an ALU stage, then a gateway
+                meta.new_bits = hdr.ina.bitmap & ~seen;
+                if (meta.dup_bits != 0) {
                     meta.verdict = INA_DUPLICATE;
-                    if ((hdr.ina.bitmap & ~seen) != 0) {
+                    if (meta.new_bits != 0) {
                         // it brought bits the aggregator lacked: take them out again
                         meta.verdict = INA_RESUBMIT;
                         meta.resubmit.op = INA_OP_UNMERGE;
@@ -227,9 +249,19 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             }
             // collision with another key
             if (meta.preemption == 1) {
-                if (agg_priority_contest.execute(meta.agg_index) == 1) {
+                bit<8> held = agg_priority_contest.execute(meta.agg_index);
+                if (hdr.ina.priority > held) {
                     meta.verdict = INA_RESUBMIT;
                     meta.resubmit.op = INA_OP_SWAP;
+                    return;
+                }
+                if (held != 0) {
+                    // ESA's downgrade: the holder's priority is halved, written by the second
+                    // pass, which also sends the packet on flagged COLLISION (0 stays 0: no pass)
+                    meta.verdict = INA_RESUBMIT;
+                    meta.resubmit.op = INA_OP_DOWNGRADE;
+                    meta.resubmit.prio_seen = held;
+                    meta.resubmit.prio_next = held >> 1;
                     return;
                 }
             }
@@ -238,6 +270,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
 
         // ---- second pass (resubmitted) ----
+        if (meta.op == INA_OP_DOWNGRADE) {
+            agg_priority_downgrade.execute(meta.agg_index);
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
+            return;
+        }
         if (meta.op == INA_OP_UNMERGE) {
             agg_bitmap_keep.execute(meta.agg_index);
             meta.verdict = INA_DUPLICATE;

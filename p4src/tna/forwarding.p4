@@ -66,9 +66,11 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         if (meta.routed == 0) {
             ipv4_lpm.apply();
             if (meta.ecmp_mask != 0) {
-                meta.ecmp_member = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                                   hdr.ipv4.protocol, hdr.udp.src_port,
-                                                   hdr.udp.dst_port }) & meta.ecmp_mask;
+                // the hash unit writes its own field; the mask is a later ALU operation
+                meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                                 hdr.ipv4.protocol, hdr.udp.src_port,
+                                                 hdr.udp.dst_port });
+                meta.ecmp_member = meta.ecmp_hash & meta.ecmp_mask;
                 ecmp_member.apply();
             }
         }

@@ -10,13 +10,16 @@ const bit<8> INA_OP_SWAP    = 2;   // preemption: exchange aggregator and packet
 const bit<8> INA_OP_DRAIN   = 3;   // reminder: read the partial out to the PS, free
 const bit<8> INA_OP_RELEASE = 4;   // a returning result frees a held aggregator
 const bit<8> INA_OP_UNMERGE = 5;   // a duplicate's bits merged in pass 1 are cleared again
+const bit<8> INA_OP_DOWNGRADE = 6; // a failed preemption halves the holder's priority (ESA)
 
 const bit<3> INA_RESUBMIT   = 4;   // verdict: resubmit for a second pass
 
 header ina_resubmit_h {
     bit<8>  op;
     bit<32> keep_bits;             // UNMERGE: bitmap bits to keep (all but the duplicate's new ones)
-    bit<24> pad;                   // Tofino 1 resubmit data is 64 bits
+    bit<8>  prio_seen;             // DOWNGRADE: the holder's priority the failed contest read
+    bit<8>  prio_next;             // DOWNGRADE: prio_seen >> 1, computed outside the stateful ALU
+    bit<8>  pad;                   // Tofino 1 resubmit data is 64 bits
 }
 
 struct ina_ig_metadata_t {
@@ -33,7 +36,11 @@ struct ina_ig_metadata_t {
     bit<3>  verdict;
     bit<1>  last_level;
     bit<16> result_group;
-    bit<32> agg_index;
+    bit<16> agg_hash;              // CRC32 of the key (its own field: Tofino's hash unit)
+    bit<16> agg_offset;            // agg_hash & pool_mask
+    bit<32> agg_index;             // pool_base + agg_offset: a plain field, every register's index
+    bit<32> dup_bits;              // bitmap bits the aggregator already held (duplicate test)
+    bit<32> new_bits;              // bitmap bits the aggregator lacked
     bit<32> key_hi;                // job ++ submodel
     bit<32> key_lo;                // fragment
     // inputs of the "exchange" register actions (what the aggregator stores next)
@@ -48,6 +55,7 @@ struct ina_ig_metadata_t {
     bit<1>  routed;
     bit<16> ecmp_group;
     bit<16> ecmp_mask;
+    bit<16> ecmp_hash;
     bit<16> ecmp_member;
 }
 
