@@ -95,8 +95,9 @@ UNSUPPORTED = {
     "value sets": (PRELUDE.replace("state start { pkt.extract(hdr.h); transition accept; }",
                                    "value_set<bit<8>>(4) vs; state start { pkt.extract(hdr.h); transition accept; }")
                    + ING_EMPTY + MAIN, "parser value sets are not supported"),
-    "direct application": (PRELUDE + "control C(inout hs_t hdr) { apply { } }\n"
-                           + _ingress(" apply { C.apply(hdr); } ")[len(PRELUDE):], "direct type application"),
+    "direct application with constructor parameters": (
+        PRELUDE + "control C(inout hs_t hdr)(bit<8> k) { apply { } }\n"
+        + _ingress(" apply { C.apply(hdr); } ")[len(PRELUDE):], "C has constructor parameters"),
     "generic controls": (PRELUDE + "control G<T>(inout T x) { apply { } }\n" + ING_EMPTY + MAIN,
                          "generic control declarations are not supported"),
     "action profiles": (_ingress(" action_profile(4) ap; apply { } "), "extern action_profile is not supported"),

@@ -267,7 +267,18 @@ class Compiler:
         elif isinstance(d, ast.FunctionDecl):
             g.define(d.name, Binding("function", decl=d))
         elif isinstance(d, ast.Instantiation):
-            g.define(d.name, Binding("instance", decl=d))
+            tb = g.lookup(d.type_ref.name) if isinstance(d.type_ref, ast.NamedTypeRef) else None
+            t = tb.type if tb is not None and tb.kind == "type" else None
+            if isinstance(t, ExternT):
+                t = self.resolve_type(d.type_ref, g)
+                # a top-level extern instance (e.g. a register shared by ingress and egress):
+                # one object, named as p4c names it (no control prefix)
+                from . import externs
+                ctx = BodyCtx(CodeWriter(), g, "control", "", _ReturnSignal("break"))
+                inst = externs.declare_extern_instance(self, d, t, ctx)
+                g.define(d.name, Binding("extern", inst.type, py=inst.py, decl=d, info=inst))
+            else:
+                g.define(d.name, Binding("instance", decl=d))
         else:
             raise _err(d, f"unsupported top-level declaration {type(d).__name__}")
 
@@ -295,11 +306,10 @@ class Compiler:
             seen.add(f.name)
             ft = self.resolve_type(f.type_ref, self.globals)
             if d.kind == "header":
-                if isinstance(ft, BitT) or (isinstance(ft, EnumT) and ft.underlying) or isinstance(ft, BoolT):
-                    pass
-                else:
+                if not _header_field_ok(ft):
                     raise _err(f, f"header field '{f.name}' has type {ft}; header fields must be "
-                                  "bit<N>, int<N>, bool or a serializable enum (varbit is not supported)")
+                                  "bit<N>, int<N>, bool, a serializable enum, or a struct of "
+                                  "those (varbit is not supported)")
             elif d.kind == "header_union":
                 if not (isinstance(ft, StructT) and ft.is_header):
                     raise _err(f, f"header_union member '{f.name}' must be a header")
@@ -386,13 +396,24 @@ class Compiler:
                     w.line("return " + (" or ".join(f"self.{n}._v" for n, _ in t.fields) or "False"))
         w.line("")
 
+    @staticmethod
+    def _leaves(t: StructT, obj: str) -> list[tuple[str, P4Type]]:
+        """The scalar fields of a header (or a struct laid out like one), MSB first, with their
+        access paths: a struct-typed header field contributes its own fields in order."""
+        out: list[tuple[str, P4Type]] = []
+        for n, ft in t.fields:
+            if isinstance(ft, StructT) and ft.kind == "struct":
+                out.extend(Compiler._leaves(ft, f"{obj}.{n}"))
+            else:
+                out.append((f"{obj}.{n}", ft))
+        return out
+
     def _pack_expr(self, t: StructT, obj: str) -> str:
         parts = []
         shift = t.width
-        for n, ft in t.fields:
+        for v, ft in self._leaves(t, obj):
             fw = bit_width(ft)
             shift -= fw
-            v = f"{obj}.{n}"
             if isinstance(ft, BoolT):
                 v = f"int({v})"
             elif isinstance(ft, BitT) and ft.signed or isinstance(ft, EnumT) and ft.underlying.signed:
@@ -403,7 +424,7 @@ class Compiler:
     def _unpack_lines(self, t: StructT, obj: str, var: str) -> list[str]:
         lines = []
         shift = t.width
-        for n, ft in t.fields:
+        for path, ft in self._leaves(t, obj):
             fw = bit_width(ft)
             shift -= fw
             mask = (1 << fw) - 1
@@ -415,7 +436,7 @@ class Compiler:
             elif (isinstance(ft, BitT) and ft.signed) or (isinstance(ft, EnumT) and ft.underlying.signed):
                 half = 1 << (fw - 1)
                 e = f"((({e}) ^ {half}) - {half})"
-            lines.append(f"{obj}.{n} = {e}")
+            lines.append(f"{path} = {e}")
         return lines
 
     def default_value_code(self, t: P4Type) -> str:
@@ -695,8 +716,19 @@ class Compiler:
                 e = p.default
             else:
                 raise _err(site, f"missing constructor argument '{p.name}' of {decl.name}")
-            if isinstance(t, BlockT) or isinstance(t, ExternT):
-                raise _err(site, f"constructor parameter '{p.name}' of type {t} is not supported")
+            if isinstance(t, (BlockT, ExternT)):
+                # an instance passed by name (a control/parser instance, or an extern instance):
+                # the parameter is that same instance
+                src_scope = arg_scope if p.name in bound else scope
+                ib = src_scope.lookup(e.name) if isinstance(e, ast.Name) else None
+                want = "instance" if isinstance(t, BlockT) else "extern"
+                if ib is None or ib.kind != want or (
+                        isinstance(t, BlockT) and t.kind != getattr(ib.info, "kind", None)) or (
+                        isinstance(t, ExternT) and getattr(ib.type, "name", None) != t.name):
+                    raise _err(e, f"constructor parameter '{p.name}' of type {t} needs the name "
+                                  f"of a {t.kind if isinstance(t, BlockT) else t.name} instance")
+                scope.define(p.name, ib)
+                continue
             v = self.const_eval(e, arg_scope if p.name in bound else scope, t)
             scope.define(p.name, Binding("const", t, py=repr(v), value=v))
 
@@ -1025,7 +1057,10 @@ class Compiler:
         if isinstance(s, ast.Block):
             self.compile_block_stmt(s, ctx)
         elif isinstance(s, ast.Assign):
-            self.compile_assign(s.target, s.value, ctx)
+            if s.op is not None:
+                self.compile_compound_assign(s, ctx)
+            else:
+                self.compile_assign(s.target, s.value, ctx)
         elif isinstance(s, ast.CallStmt):
             self.compile_call(s.call, ctx, statement=True)
         elif isinstance(s, ast.If):
@@ -1048,7 +1083,7 @@ class Compiler:
         elif isinstance(s, ast.Switch):
             self.compile_switch(s, ctx)
         elif isinstance(s, ast.DirectApply):
-            raise _err(s, "direct type application (T.apply()) is not supported; instantiate the control")
+            self.compile_direct_apply(s, ctx)
         else:
             raise _err(s, f"unsupported statement {type(s).__name__}")
 
@@ -1147,6 +1182,15 @@ class Compiler:
         code = self.expr_as(value, tt, ctx)
         self.assign_to(target, self.copy_if_compound(code, tt), ctx)
 
+    def compile_compound_assign(self, s: ast.Assign, ctx: BodyCtx) -> None:
+        """``a op= b`` is ``a = a op b`` with ``a`` evaluated once (P4_16 v1.2.4, 11.1)."""
+        if isinstance(s.value, ast.DontCare):
+            raise _err(s.value, f"'_' cannot be the right-hand side of '{s.op}='")
+        self.lvalue_type(s.target, ctx)
+        target = self._freeze_indexes(s.target, ctx)
+        value = ast.BinOp(s.op, target, s.value, pos=s.pos)
+        self.compile_assign(target, value, ctx)
+
     def lvalue_type(self, target: ast.Expr, ctx: BodyCtx) -> P4Type:
         _, t = self.type_of(target, ctx)
         return t
@@ -1154,6 +1198,8 @@ class Compiler:
     def assign_to(self, target: ast.Expr, code: str, ctx: BodyCtx) -> None:
         """Emit `target = code` (code already has target's type)."""
         w = ctx.w
+        if isinstance(target, ast.DontCare):
+            return
         if isinstance(target, ast.Name):
             b = ctx.scope.lookup(target.name)
             if b is None:
@@ -1216,9 +1262,10 @@ class Compiler:
         return target
 
     def _stack_index(self, e: ast.Expr, ctx: BodyCtx) -> str:
-        """A run-time stack index: any unsigned bit<N> expression (or an int constant)."""
+        """A run-time stack index: any bit<N> or int<N> expression (or an int constant); a
+        negative one is out of range like a too large one (stack_get/stack_set)."""
         code, t = self.compile_expr(e, ctx, expected=BitT(32))
-        if isinstance(t, BitT) and not t.signed:
+        if isinstance(t, BitT):
             return code
         return self.coerce(code, t, BitT(32), e)
 
@@ -1432,6 +1479,8 @@ class Compiler:
         return code
 
     def _check_lvalue(self, e: ast.Expr, ctx: BodyCtx) -> None:
+        if isinstance(e, ast.DontCare):
+            return              # `_` for an out argument: the value is discarded
         base = e
         while isinstance(base, (ast.Member, ast.Index, ast.Slice)):
             base = base.expr
@@ -1477,6 +1526,27 @@ class Compiler:
         return trec, idx
 
     # ---------------------------------------------------------------- nested blocks
+    def compile_direct_apply(self, s: ast.DirectApply, ctx: BodyCtx) -> None:
+        """``T.apply(args)`` for a control or parser type T without constructor parameters: as
+        p4c's InstantiateDirectCalls, a fresh instance of T at this site, named T in the control
+        plane (``@name("T")``), then applied."""
+        t = self.resolve_type(s.type_ref, ctx.scope)
+        if not isinstance(t, BlockT) or t.kind not in ("control", "parser") or not isinstance(
+                t.decl, (ast.ControlDecl, ast.ParserDecl)):
+            raise _err(s, f"'{t}' is not a control or parser declaration: .apply() needs one")
+        if t.kind == "parser" and not ctx.in_parser:
+            raise _err(s, "a parser can only be applied from a parser")
+        if ctx.kind in ("action", "function"):
+            raise _err(s, f"{t.decl.name}.apply() is not allowed in an {ctx.kind}")
+        if getattr(t.decl, "ctor_params", None):
+            raise _err(s, f"{t.decl.name} has constructor parameters: instantiate it to apply it")
+        name = t.decl.name
+        blk = self.compile_block(t.decl, [], f"{ctx.prefix}.{name}" if ctx.prefix else name,
+                                 "nested", s, ctx.scope)
+        b = Binding("instance", t, py=blk.py_func, decl=s, info=blk)
+        call = ast.Call(ast.Member(ast.Name(name, pos=s.pos), "apply", pos=s.pos), s.args, pos=s.pos)
+        self.compile_instance_apply(b, call, ctx, statement=True)
+
     def compile_instance_apply(self, b: Binding, call: ast.Call, ctx: BodyCtx, statement: bool) -> tuple[str, P4Type]:
         blk: CompiledBlock = b.info
         if blk.kind == "parser" and not ctx.in_parser:
@@ -1995,6 +2065,16 @@ class Compiler:
     def _compile_parser_body(self, decl: ast.ParserDecl, ctx: BodyCtx) -> None:
         from .parsergen import compile_parser
         compile_parser(self, decl, ctx)
+
+
+def _header_field_ok(t: P4Type) -> bool:
+    """P4_16 (1.2.x): a header field is bit<N>, int<N>, bool, a serializable enum, or a struct
+    whose fields are all such types (recursively)."""
+    if isinstance(t, (BitT, BoolT)) or (isinstance(t, EnumT) and t.underlying is not None):
+        return True
+    if isinstance(t, StructT) and t.kind == "struct":
+        return all(_header_field_ok(ft) for _, ft in t.fields)
+    return False
 
 
 def contains_call(node: Any) -> bool:

@@ -170,6 +170,17 @@ def compile_packet_in_method(c: "Compiler", pkt: str, method: str, call: ast.Cal
         if len(call.args) != 1:
             raise _err(call, "extract takes one argument")
         target = call.args[0].value
+        if isinstance(target, ast.DontCare):
+            # extract<T>(_): read and discard a T (advances the packet like any extract)
+            if len(call.type_args) != 1:
+                raise _err(target, "extract(_) needs a type argument: extract<T>(_)")
+            t = c.resolve_type(call.type_args[0], ctx.scope)
+            if not (isinstance(t, StructT) and t.is_header):
+                raise _err(call, f"extract needs a header type, got {t}")
+            h = c.fresh("h")
+            w.line(f"{h} = {c.default_value_code(t)}")
+            _extract_into(c, h, t, w, too_short, target)
+            return "", None
         c._check_lvalue(target, ctx)
         # stack.next: advance nextIndex with a bounds check (StackOutOfBounds)
         if isinstance(target, ast.Member) and target.member == "next":

@@ -263,6 +263,7 @@ class Stmt(Node):
 class Assign(Stmt):
     target: Expr
     value: Expr
+    op: str | None = None       # compound assignment `target op= value` (op without '=')
 
 
 @dataclass

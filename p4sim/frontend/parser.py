@@ -730,9 +730,20 @@ class _Builder(Transformer):
         return ast.Assign(items[0], items[1], pos=self._pos(meta))
 
     @v_args(meta=True)
+    def compound_assign(self, meta, items):
+        target, op, value = items
+        return ast.Assign(target, value, op=str(op)[:-1], pos=self._pos(meta))
+
+    @v_args(meta=True)
     def call_stmt(self, meta, items):
         p = self._pos(meta)
         return ast.CallStmt(ast.Call(items[0], items[1], pos=p), pos=p)
+
+    @v_args(meta=True)
+    def direct_apply_stmt(self, meta, items):
+        # items: annotations, type name, 'apply', arguments (annotations as variable_decl's,
+        # so that the LALR parser need not choose before the type name)
+        return ast.DirectApply(items[1], items[3], pos=self._pos(meta))
 
     @v_args(meta=True)
     def generic_call_stmt(self, meta, items):
@@ -933,6 +944,16 @@ class _Builder(Transformer):
     @v_args(meta=True)
     def named_arg(self, meta, items):
         return ast.Argument(items[1], str(items[0]), pos=self._pos(meta))
+
+    @v_args(meta=True)
+    def dontcare_arg(self, meta, items):
+        p = self._pos(meta)
+        return ast.Argument(ast.DontCare(pos=p), pos=p)
+
+    @v_args(meta=True)
+    def named_dontcare_arg(self, meta, items):
+        p = self._pos(meta)
+        return ast.Argument(ast.DontCare(pos=p), str(items[0]), pos=p)
 
     def start(self, items):
         return [d for d in items if isinstance(d, ast.Decl)]
