@@ -1208,6 +1208,17 @@ class Compiler:
                 raise _err(target, f"cannot assign to '{target.name}'")
             if not b.writable:
                 raise _err(target, f"cannot assign to '{target.name}': it is a read-only (in) parameter")
+            if isinstance(b.decl, ast.Param) and isinstance(b.type, (StructT, StackT)):
+                # a struct/header/stack parameter is the caller's object (inout/out are passed
+                # by reference): assign in place, rebinding the local would lose the write
+                tmp = self.fresh("asg")
+                w.line(f"{tmp} = {code}")
+                if isinstance(b.type, StackT):
+                    w.line(f"{b.py}.items[:] = {tmp}.items; {b.py}.nxt = {tmp}.nxt")
+                else:
+                    for n in [n for n, _ in b.type.fields] + (["_v"] if b.type.is_header else []):
+                        w.line(f"{b.py}.{n} = {tmp}.{n}")
+                return
             w.line(f"{b.py} = {code}")
             return
         if isinstance(target, ast.Member):
@@ -1440,9 +1451,12 @@ class Compiler:
                     w.line(f"{pyn} = {self.default_value_code(t)}")
                 else:
                     code = self.expr_as(a, t, ctx)
-                    w.line(f"{pyn} = {self.copy_if_compound(code, t) if p.direction != 'inout' else code}")
+                    # copy-in (P4 calling convention): an inout struct is a copy too, so that
+                    # writes through another path (e.g. the control's own parameter) are
+                    # overwritten at copy-out, as in p4c/bmv2
+                    w.line(f"{pyn} = {self.copy_if_compound(code, t)}")
                 ascope.define(p.name, Binding("value", t, py=pyn, writable=p.direction != "in", decl=p))
-                if p.direction in ("out", "inout") and not (p.direction == "inout" and isinstance(t, (StructT, StackT))):
+                if p.direction in ("out", "inout"):
                     copy_out.append((a, pyn))
         actx = BodyCtx(w, ascope, "action", rec.prefix, _ReturnSignal("break"))
         if copy_out:
@@ -1937,6 +1951,12 @@ class Compiler:
             (a, ta), (b, tb) = ((kc, kt), (ic, it)) if known is e.left else ((ic, it), (kc, kt))
         else:
             a, ta = self.compile_expr(e.left, ctx)
+            if contains_call(e.right) and not self.try_const(e.left, ctx.scope)[0]:
+                # P4 evaluates left to right: the left operand's value is taken before a call
+                # on the right (inlined as statements before this expression) can change it
+                tmp = self.fresh("lhs")
+                ctx.w.line(f"{tmp} = {self.copy_if_compound(a, ta)}")
+                a = tmp
             b, tb = self.compile_expr(e.right, ctx)
         if op in ("<<", ">>"):
             if not isinstance(ta, BitT):
