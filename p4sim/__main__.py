@@ -1,4 +1,4 @@
-"""Command line: ``python -m p4sim {stf,p4info,serve,compile,bfrt-json} ...``."""
+"""Command line: ``python -m p4sim {stf,p4info,serve,serve-many,compile,bfrt-json} ...``."""
 from __future__ import annotations
 
 import sys
@@ -10,6 +10,7 @@ commands:
   p4info PROGRAM.p4 [--arch ...] [-o FILE] [--format text|binary|json]
   serve PROGRAM.p4 --arch v1model --device-id N --grpc-addr HOST:PORT -i PORT@IFACE ...
         (--arch tna --bfrt-addr HOST:PORT: BfRuntime, Tofino's control API)
+  serve-many CONFIG.json | --switch 'PROGRAM.p4 SERVE-ARGS...' ...   several switches, one process
   bfrt-json PROGRAM.p4 [-I DIR]... [-o FILE] [--fixed]         a TNA program's bf-rt.json
   compile PROGRAM.p4 [--arch ...] [-I DIR]...                 check a program, print the generated Python
 """
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "serve":
         from .serve import main as serve_main
         return serve_main(rest)
+    if cmd == "serve-many":
+        from .serve_many import main as serve_many_main
+        return serve_many_main(rest)
     if cmd == "compile":
         return _compile_main(rest)
     if cmd == "bfrt-json":

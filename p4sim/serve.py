@@ -16,7 +16,8 @@ and PacketOut frames still go through the pipeline (outputs to the CPU port come
 PacketIn, to any other port they are counted and dropped); the ready line says ``ports none``.
 Without both there would be nothing to talk to, so that is refused.
 Exit status: 0 after a clean stop, 2 for bad arguments / interfaces / programs, 1 for other
-failures to start.
+failures to start. Several switches in one process: ``python -m p4sim serve-many`` (see
+:mod:`p4sim.serve_many`), built on :func:`start_switch`.
 """
 from __future__ import annotations
 
@@ -194,13 +195,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
+class StartError(Exception):
+    """A switch could not start for a reason other than its arguments (exit status 1)."""
+
+
+class ServedSwitch:
+    """One running switch: its dataplane loop and control servers (:func:`start_switch`)."""
+
+    def __init__(self, args: argparse.Namespace, loop: DataplaneLoop) -> None:
+        self.args = args
+        self.loop = loop
+        self.server: Any = None
+        self.bfrt: Any = None
+        self.ready_line = ""
+
+    def stop(self) -> None:
+        if self.server is not None:
+            try:
+                self.server.stop()
+            except Exception:
+                log.exception("stopping the P4Runtime server failed")
+        if self.bfrt is not None:
+            self.bfrt.stop()
+        self.loop.stop()
+        log.info("stopped; counters: %s", self.loop.stats_line())
+
+
+def start_switch(args: argparse.Namespace, ports: list[Port]) -> ServedSwitch:
+    """Load the program, open the ports, start the control servers and the dataplane thread.
+    Raises UsageError (bad program, interface, ...) or StartError (cannot listen, ...); on
+    success ``ready_line`` is the line to print. Signals are the caller's business."""
     try:
         from p4sim import Switch, load_program
         from p4sim.errors import P4SimError
     except ImportError as e:
-        print(f"p4sim serve: error: the p4sim compiler is not available: {e}", file=sys.stderr)
-        return 1
+        raise StartError(f"the p4sim compiler is not available: {e}") from None
 
     include_dirs = list(args.include_dirs)
     try:
@@ -231,8 +260,7 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
         loop.set_switch(new_switch)  # atomic: later frames see the committed pipeline
         log.info("pipeline reloaded: the dataplane now runs the new program")
 
-    server = None
-    bfrt = None
+    served = ServedSwitch(args, loop)
     grpc_text = "none"
     bfrt_text = ""
     try:
@@ -240,9 +268,7 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
             try:
                 from p4sim.p4runtime.server import P4RuntimeServer
             except ImportError as e:
-                print(f"p4sim serve: error: P4Runtime server not available: {e}",
-                      file=sys.stderr)
-                return 1
+                raise StartError(f"P4Runtime server not available: {e}") from None
             source = getattr(prog, "source", None)
             server = P4RuntimeServer(
                 switch, args.device_id, loader=loader, packet_out_handler=loop.inject_cpu,
@@ -252,9 +278,8 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
             try:
                 bound = server.start(args.grpc_addr)
             except Exception as e:  # e.g. address already in use
-                print(f"p4sim serve: error: cannot listen on {args.grpc_addr}: {e}",
-                      file=sys.stderr)
-                return 1
+                raise StartError(f"cannot listen on {args.grpc_addr}: {e}") from None
+            served.server = server
             grpc_text = f"{host}:{bound}"
             loop.cpu_handler = server.send_packet_in
         if args.bfrt_addr is not None:
@@ -266,10 +291,26 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
             try:
                 bfrt_text = f" bfrt {host}:{bfrt.start(args.bfrt_addr)}"
             except Exception as e:  # e.g. address already in use
-                print(f"p4sim serve: error: cannot listen on {args.bfrt_addr}: {e}",
-                      file=sys.stderr)
-                return 1
+                raise StartError(f"cannot listen on {args.bfrt_addr}: {e}") from None
+            served.bfrt = bfrt
+        loop.start()
+    except BaseException:
+        served.stop()
+        raise
+    port_text = ",".join(f"{p.number}@{p.ifname}" for p in ports) or "none"
+    served.ready_line = (f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text}"
+                         f"{bfrt_text} device-id {args.device_id} pid {os.getpid()}")
+    return served
 
+
+def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
+    try:
+        served = start_switch(args, ports)
+    except StartError as e:
+        print(f"p4sim serve: error: {e}", file=sys.stderr)
+        return 1
+    loop = served.loop
+    try:
         stop = threading.Event()
 
         def on_signal(signum: int, _frame: Any) -> None:
@@ -280,25 +321,14 @@ def _serve(args: argparse.Namespace, ports: list[Port]) -> int:
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGUSR1, lambda *_: log.info("counters: %s", loop.stats_line()))
 
-        loop.start()
-        port_text = ",".join(f"{p.number}@{p.ifname}" for p in ports) or "none"
-        print(f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text}{bfrt_text} "
-              f"device-id {args.device_id} pid {os.getpid()}", file=sys.stderr, flush=True)
+        print(served.ready_line, file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             if not loop.running:
                 log.error("dataplane thread died; exiting")
                 return 1
         return 0
     finally:
-        if server is not None:
-            try:
-                server.stop()
-            except Exception:
-                log.exception("stopping the P4Runtime server failed")
-        if bfrt is not None:
-            bfrt.stop()
-        loop.stop()
-        log.info("stopped; counters: %s", loop.stats_line())
+        served.stop()
 
 
 if __name__ == "__main__":  # `python -m p4sim.serve ...` works even without p4sim/__main__.py
