@@ -1,8 +1,10 @@
-"""Program every switch of an :class:`emulation.net.EmuNet` with a plan over P4Runtime.
+"""Program every switch of an :class:`emulation.net.EmuNet` with a plan, over P4Runtime
+(v1model) or BfRuntime (TNA, as a Tofino is programmed).
 
 The plan → tables translation is :func:`controller.deploy.deploy_plan` (pure); here each
 switch's :class:`controller.deploy.TableOp` list goes through
-:class:`controller.p4runtime_target.P4RuntimeTarget` + :class:`controller.ina_tables.InaTables`.
+:class:`controller.p4runtime_target.P4RuntimeTarget` or
+:class:`controller.bfrt_target.BfRtTarget` + :class:`controller.ina_tables.InaTables`.
 """
 from __future__ import annotations
 
@@ -37,18 +39,31 @@ def install_ops(grpc_addr: str, device_id: int, ops: list[TableOp], bmv2: Bmv2Bu
         return apply_ops(InaTables(target), ops)
 
 
+def install_ops_bfrt(bfrt_addr: str, device_id: int, ops: list[TableOp]) -> int:
+    """Write ``ops`` to one TNA switch over BfRuntime, in one all-or-nothing batch."""
+    from controller.bfrt_target import BfRtTarget
+
+    with BfRtTarget(bfrt_addr, device_id=device_id, timeout=30.0) as target, target.batch():
+        return apply_ops(InaTables(target), ops)
+
+
 def install(net: EmuNet, ops: Mapping[str, list[TableOp]], *, workers: int = 4,
             progress: Callable[[str], None] | None = None) -> int:
     """Write ``ops`` (switch → operations) to the switches; returns the number of writes.
 
     A few switches at a time: each write is a gRPC round trip to a Python server, so
     overlapping them hides latency without starving the switches' packet loops."""
-    program()                                     # load before the threads race for it
+    tna = net.arch == "tna"
+    if not tna:
+        program()                                 # load before the threads race for it
     build = compile_for_bmv2(PROGRAM) if net.bmv2 else None
 
     def one(name: str) -> int:
         sw = net.switch(name)
-        n = install_ops(sw.grpc_addr, sw.device_id, list(ops[name]), build)
+        if tna:
+            n = install_ops_bfrt(sw.grpc_addr, sw.device_id, list(ops[name]))
+        else:
+            n = install_ops(sw.grpc_addr, sw.device_id, list(ops[name]), build)
         if progress:
             progress(f"{name}: {n} entries")
         return n

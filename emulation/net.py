@@ -64,6 +64,7 @@ from .bmv2 import simple_switch_command  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4src" / "v1model" / "ina.p4"
+TNA_PROGRAM = REPO / "p4src" / "tna" / "ina.p4"
 READY = "p4sim: serving"
 
 
@@ -85,6 +86,11 @@ def free_tcp_port() -> int:
 class P4simSwitch(Switch):
     """A Mininet switch node running ``python -m p4sim serve`` on its interfaces."""
 
+    arch = "v1model"              # the program's architecture, and so its control API
+    lanes = 64                    # gradient lanes per packet of the program
+    pool_limit = 16384            # aggregators its registers hold
+    api_option = "--grpc-addr"    # P4Runtime
+
     def __init__(self, name: str, device_id: int = 1, grpc_port: int = 0, program: str | Path = PROGRAM,
                  log_dir: str | Path | None = None, drop_rate: float = 0.0, delay_ms: float = 0.0,
                  jitter_ms: float = 0.0, seed: int = 0, pcap_dir: str | Path | None = None,
@@ -105,8 +111,8 @@ class P4simSwitch(Switch):
 
     def command(self) -> list[str]:
         drop, delay, jitter, seed = self.impair
-        cmd = [sys.executable, "-m", "p4sim", "serve", str(self.program), "--arch", "v1model",
-               "--device-id", str(self.device_id), "--grpc-addr", self.grpc_addr, "--log-level", "warning",
+        cmd = [sys.executable, "-m", "p4sim", "serve", str(self.program), "--arch", self.arch,
+               "--device-id", str(self.device_id), self.api_option, self.grpc_addr, "--log-level", "warning",
                "--drop-rate", str(drop), "--delay-ms", str(delay), "--jitter-ms", str(jitter), "--seed", str(seed)]
         for port, intf in sorted(self.intfs.items()):
             if intf.name != "lo":
@@ -170,6 +176,19 @@ class P4simSwitch(Switch):
         Switch.stop(self, deleteIntfs)
 
 
+class P4simTnaSwitch(P4simSwitch):
+    """p4sim running the TNA program (p4src/tna/ina.p4), controlled over BfRuntime as a Tofino
+    is: ``grpc_addr`` is then its BfRt address."""
+
+    arch = "tna"
+    lanes = 16
+    pool_limit = 8192
+    api_option = "--bfrt-addr"
+
+    def __init__(self, name: str, program: str | Path = TNA_PROGRAM, **params: Any) -> None:
+        super().__init__(name, program=program, **params)
+
+
 class Bmv2Switch(P4simSwitch):
     """A Mininet switch node running bmv2's ``simple_switch_grpc`` (emulation/bmv2.py); the
     program arrives over P4Runtime. No loss, delay or pcap options: those are p4sim's."""
@@ -197,7 +216,8 @@ class Bmv2Switch(P4simSwitch):
         raise RuntimeError(f"bmv2 switch {self.name} not serving P4Runtime after {timeout} s: {self.log_tail()}")
 
 
-SWITCH_KINDS: dict[str, type[P4simSwitch]] = {"p4sim": P4simSwitch, "bmv2": Bmv2Switch}
+SWITCH_KINDS: dict[str, type[P4simSwitch]] = {"p4sim": P4simSwitch, "p4sim-tna": P4simTnaSwitch,
+                                              "bmv2": Bmv2Switch}
 
 
 def _quiet_intf(name: str, netns_cmd: Any = None) -> None:
@@ -307,6 +327,14 @@ class EmuNet:
     @property
     def bmv2(self) -> bool:
         return self.switch_cls is Bmv2Switch
+
+    @property
+    def arch(self) -> str:
+        return self.switch_cls.arch
+
+    @property
+    def lanes(self) -> int:
+        return self.switch_cls.lanes
 
     def _lock(self, timeout: float) -> None:
         """Wait (at most ``timeout`` s) until no other EmuNet of this machine is built."""

@@ -46,7 +46,7 @@ from .bmv2 import bmv2_unavailable_reason
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
 from .install import install
-from .net import EmuNet, mininet_unavailable_reason
+from .net import SWITCH_KINDS, EmuNet, mininet_unavailable_reason
 
 LANES = 64
 
@@ -96,11 +96,12 @@ def _tx_packets(net: EmuNet) -> int:
 
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
                    timeout: float, rto: dict[str, float] | None, rounds: Mapping[int, int],
-                   starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]]) -> dict[str, tuple[str, dict]]:
+                   starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]],
+                   lanes: int = LANES) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged)."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
-    common = {"lanes": LANES, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
+    common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
     cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
@@ -141,7 +142,8 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     starts = dict(starts or {})
     seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
     cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
-                          starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {})
+                          starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
+                          lanes=net.lanes)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"
@@ -230,6 +232,7 @@ class SchemeRun:
     jobs: list[RoundResult]
     deployment: FabricDeployment
     entries: int
+    lanes: int = LANES                  # gradient lanes per packet of the program that ran
 
 
 def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, loss: float,
@@ -250,14 +253,15 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         sched = esa_priority_schedule(jobs, {j.name: s.rounds for j, s in zip(jobs, specs)})
         prio = {j.job_id: sched[j.name] for j in jobs}
     net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch)
-    net.with_switch_options(**({"drop_rate": loss, "seed": seed} if switch == "p4sim" else {}))
+    net.with_switch_options(**({"drop_rate": loss, "seed": seed} if switch != "bmv2" else {}))
     try:
         t = time.time()
         net.build().start()
         log(f"[{scheme}] {len(topo.switches())} {switch} switches up in {time.time() - t:.1f} s")
         t = time.time()
         entries = install(net, fd.ops)
-        log(f"[{scheme}] {entries} table entries over P4Runtime in {time.time() - t:.1f} s")
+        api = "BfRuntime" if net.arch == "tna" else "P4Runtime"
+        log(f"[{scheme}] {entries} table entries over {api} in {time.time() - t:.1f} s")
         results = run_jobs(net, fd, workdir / scheme, rounds={j.job_id: s.rounds for j, s in zip(jobs, specs)},
                            window=window, seed=seed, timeout=timeout, rto=rto,
                            starts={j.job_id: s.start for j, s in zip(jobs, specs)}, priorities=prio,
@@ -271,7 +275,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                 f"worker resends {r['worker_resent']} ({r['worker_fast_resent']} fast)")
         log(f"{pre}: completion {res.completion:.2f} s ({len(res.per_round())} rounds), exact={res.exact}, "
             f"PS received {res.ps['rx_packets']} packets, preemptions {res.ps['received'].get('preempted', 0)}")
-    return SchemeRun(scheme, results, fd, entries)
+    return SchemeRun(scheme, results, fd, entries, net.lanes)
 
 
 # schemes that plan one job at a time (InArt §3.1: other jobs are background traffic)
@@ -311,7 +315,7 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
     for res, dep, spec in zip(run.jobs, run.deployment.jobs, specs):
         n_rounds = max(1, len(res.per_round()))
         frags = sum(w["fragments"] for w in res.workers) * n_rounds
-        ideal = ideal_round_seconds(dep.submodel_sizes, link_mbps)
+        ideal = ideal_round_seconds(dep.submodel_sizes, link_mbps, run.lanes)
         mean = res.completion / n_rounds
         rows.append({
             "scheme": run.scheme, "job": res.job, "workers": len(res.workers), "mb": spec.mb, "loss": loss,
@@ -415,6 +419,11 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
         raise ValueError(f"--k {args.k}: a leaf-spine needs k >= 1")
     if not 0.0 <= args.loss < 1.0:
         raise ValueError(f"--loss {args.loss}: a drop rate in [0, 1)")
+    if args.arch == "tna" and args.switch == "bmv2":
+        raise ValueError("--arch tna runs on p4sim (bmv2 has no TNA target)")
+    pool_limit = SWITCH_KINDS[switch_kind(args)].pool_limit
+    if args.pool is None:
+        args.pool = min(DEFAULT_POOL, pool_limit)
     if args.switch == "bmv2":
         why = bmv2_unavailable_reason()
         if why:
@@ -433,8 +442,8 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
     if args.workers > MAX_WORKERS:
         raise ValueError(f"--workers {args.workers}: at most {MAX_WORKERS} (the INA header's worker bitmap)")
-    if not 1 <= args.pool <= DEFAULT_POOL or args.pool & (args.pool - 1):
-        raise ValueError(f"--pool {args.pool}: a power of two in 1..{DEFAULT_POOL}")
+    if not 1 <= args.pool <= pool_limit or args.pool & (args.pool - 1):
+        raise ValueError(f"--pool {args.pool}: a power of two in 1..{pool_limit} (the {args.arch} program's registers)")
     if args.stagger < 0:
         raise ValueError(f"--stagger {args.stagger}: must not be negative")
     mbs = parse_list(args.mb, float, "--mb")
@@ -458,6 +467,11 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
     jobs = place_jobs(topo, specs, args.workers,
                       switch_bytes=None if args.switch_mb is None else int(args.switch_mb * 1e6))
     return topo, jobs, specs, schemes
+
+
+def switch_kind(args: argparse.Namespace) -> str:
+    """emulation.net.SWITCH_KINDS key for --switch and --arch."""
+    return "p4sim-tna" if args.arch == "tna" else args.switch
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -487,7 +501,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             shown = bar.n
             run = run_scheme(topo, jobs, specs, scheme, loss=args.loss, workdir=out / "runs", bw_scale=bw_scale,
                              window=args.window, seed=args.seed + 1, timeout=args.timeout, rto=rto,
-                             pool=args.pool, switch=args.switch, log=tqdm.write, progress=bar.update)
+                             pool=args.pool, switch=switch_kind(args), log=tqdm.write, progress=bar.update)
             bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
             runs.append(run)
             rows += summarise(run, specs, args.loss, args.link_mbps)
@@ -514,6 +528,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--switch", choices=["p4sim", "bmv2"], default="p4sim",
                     help="the switch program runner: p4sim (default) or bmv2's simple_switch_grpc with p4c's "
                          "build of the same program (needs both on PATH; see docker/)")
+    ap.add_argument("--arch", choices=["v1model", "tna"], default="v1model",
+                    help="v1model (default): p4src/v1model/ina.p4 installed over P4Runtime; tna: "
+                         "p4src/tna/ina.p4 (16 lanes per packet) installed over BfRuntime, as on Tofino")
     ap.add_argument("--k", type=int, default=4, help="fat-tree arity / leaf-spine size (default 4)")
     ap.add_argument("--hosts-per-edge", type=int, default=None,
                     help="hosts under each edge/leaf switch (fattree default k/2; more makes jobs share ToRs)")
@@ -528,9 +545,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--switch-mb", type=float, default=None,
                     help="aggregator memory of each programmable switch in MB, as the planners see it "
                          "(default: half of the largest model per job)")
-    ap.add_argument("--pool", type=int, default=DEFAULT_POOL,
-                    help=f"aggregators per switch (a power of two, default {DEFAULT_POOL}: the program's "
-                         "registers). Small pools make jobs contend for them (ESA's setting)")
+    ap.add_argument("--pool", type=int, default=None,
+                    help="aggregators per switch (a power of two; default: the program's registers, "
+                         "16384 v1model, 8192 tna). Small pools make jobs contend for them (ESA's setting)")
     ap.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port (e.g. 0.01)")
     ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
                     help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it")

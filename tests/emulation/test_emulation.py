@@ -86,3 +86,29 @@ def test_two_jobs_sharing_switches_on_mininet_are_exact(scheme: str, tmp_path: P
         assert len(res.per_round()) == 2 and res.exact, res.workers
     if scheme != "ps":
         assert run.deployment.ina_switches
+
+
+@pytest.mark.parametrize("scheme", ["goat", "esa"])
+def test_tna_program_installed_over_bfrt_on_mininet_is_exact_under_loss(scheme: str, tmp_path: Path) -> None:
+    """`python -m emulation.run --arch tna`: the TNA program in p4sim, plans installed over
+    BfRuntime as on Tofino, two jobs, 2 rounds at 1 % loss per port."""
+    from emulation.experiment import JobSpec, build_topology, place_jobs
+    from emulation.run import run_scheme as run_emulated
+
+    topo = build_topology("fattree", k=2, hosts_per_edge=4, programmable=1.0)
+    specs = [JobSpec(MB, 2), JobSpec(MB, 2, start=0.2)]
+    jobs = place_jobs(topo, specs, 2)
+    lines: list[str] = []
+    try:
+        run = run_emulated(topo, jobs, specs, scheme, loss=0.01, workdir=tmp_path, bw_scale=5000, window=4,
+                           seed=2, timeout=60, pool=64, switch="p4sim-tna", log=lines.append,
+                           rto={"initial": 0.3, "minimum": 0.1, "maximum": 0.5})
+    except RuntimeError as e:
+        if "Error creating interface" in str(e):
+            pytest.skip(f"Mininet cannot build a network: {e}")
+        raise
+    assert any("over BfRuntime" in line for line in lines), lines
+    assert run.lanes == 16
+    for res in run.jobs:
+        assert len(res.per_round()) == 2 and res.exact, res.workers
+    assert run.deployment.ina_switches
