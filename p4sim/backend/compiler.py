@@ -2033,6 +2033,9 @@ class Compiler:
         return a, t
 
     def _compile_cast(self, e: ast.Cast, ctx: BodyCtx) -> tuple[str, P4Type]:
+        if self.arch == "tna" and isinstance(e.expr, ast.Cast):
+            from .tofino_rules import check_nested_cast
+            check_nested_cast(self, e, ctx)
         tt = self.resolve_type(e.type_ref, ctx.scope)
         if isinstance(e.expr, (ast.ListExpr, ast.StructExpr)) and isinstance(tt, (StructT, TupleT)):
             return self._compile_initializer(e.expr, tt, ctx), tt

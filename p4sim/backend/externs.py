@@ -168,6 +168,9 @@ def _declare_register_action(c: "Compiler", d: ast.Instantiation, t: ExternT, ct
     if not 1 <= len(params) <= 2:
         raise _err(fn, "RegisterAction.apply takes (inout T value) or (inout T value, out U rv)")
     u_t = t.args[2] if len(t.args) > 2 else BitT(32)
+    if c.arch == "tna":
+        from .tofino_rules import check_register_action
+        check_register_action(c, d, fn, ctx.scope)
     # The body is inlined at each execute() so it can read the control's headers and locals.
     inst.py = reg.py
     inst.params.update(register=reg, value_type=vt, rv_type=u_t, apply=fn, scope=ctx.scope)
@@ -278,6 +281,10 @@ def compile_method_call(c: "Compiler", b: "Binding", method: str, call: ast.Call
             c.assign_to(args[1].value,
                         f"{inst.py}.execute({arg(0, it if isinstance(it, BitT) else BitT(32))}, {nb}, _now(), {cur})", ctx)
             return "", VoidT()
+    if c.arch == "tna" and name in ("Register", "RegisterAction") and method in ("read", "write", "execute") \
+            and args:
+        from .tofino_rules import check_register_index
+        check_register_index(c, call, f"{name}.{method}", args[0].value, ctx)
     if name == "Register":
         vt, it = inst.type.args
         idx_t = it if isinstance(it, BitT) else BitT(32)
