@@ -12,6 +12,9 @@
 * :class:`P4simSwitch` is a Mininet ``Switch`` that runs ``python -m p4sim serve`` in the root
   namespace on its interfaces, with the port numbers of our :class:`controller.model.Topology`
   (Mininet names them ``NAME-ethPORT``) and a P4Runtime server on 127.0.0.1.
+* ``EmuNet(..., switch_procs=N)`` (``python -m emulation.run --switch-procs N``) runs the
+  switches in N shared ``python -m p4sim serve-many`` processes instead (dealt round-robin,
+  each switch with the same ``serve`` arguments, ports, P4Runtime address and device id).
 * Hosts get 10.0.x.y/8 and 02:00:.. MACs (``controller.deploy.host_addresses``), static ARP for
   every other host (the switches route on IPv4 only), offloads off (a user-space switch sees
   unsegmented frames with real checksums only then), no IPv6 (no stray ND/MLD packets) and
@@ -29,6 +32,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import signal
@@ -125,6 +129,8 @@ class P4simSwitch(Switch):
         for intf in self.intfList():
             if intf.name != "lo":
                 _quiet_intf(intf.name)
+        if getattr(self, "in_group", False):
+            return  # EmuNet runs it in a shared `p4sim serve-many` process (switch_procs)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w")
         # start_new_session: SIGINT to the experiment does not reach the switch before we stop it
@@ -138,13 +144,15 @@ class P4simSwitch(Switch):
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 # the free port we picked was taken before the switch bound it: pick another
-                if retries and "cannot listen" in self.log_tail():
+                if retries and "cannot listen" in self.log_tail() and not getattr(self, "in_group", False):
                     retries -= 1
                     self.grpc_port = free_tcp_port()
                     self.start()
                     continue
                 raise RuntimeError(f"p4sim switch {self.name} exited: {self.log_tail()}")
-            if READY in self.log_path.read_text(errors="replace"):
+            # this switch's own line: a serve-many log holds one ready line per switch
+            if any(line.startswith(READY) and f" device-id {self.device_id} " in line
+                   for line in self.log_path.read_text(errors="replace").splitlines()):
                 return
             time.sleep(0.1)
         raise RuntimeError(f"p4sim switch {self.name} not ready after {timeout} s: {self.log_tail()}")
@@ -235,10 +243,19 @@ def _quiet_intf(name: str, netns_cmd: Any = None) -> None:
 class EmuNet:
     """A Mininet network built from a :class:`controller.model.Topology`."""
 
+    default_switch_procs = 0      # switch_procs when not given (emulation.run --switch-procs)
+
     def __init__(self, topology: Topology, *, bw_scale: float | None = 5000.0,
-                 log_dir: str | Path | None = None, switch: str = "p4sim") -> None:
+                 log_dir: str | Path | None = None, switch: str = "p4sim",
+                 switch_procs: int | None = None) -> None:
         if switch not in SWITCH_KINDS:
             raise ValueError(f"switch kind {switch!r}: choose from {', '.join(SWITCH_KINDS)}")
+        # 0: one `p4sim serve` process per switch; N >= 1: the switches share N
+        # `p4sim serve-many` processes (fewer interpreters; the default comes from the class)
+        self.switch_procs = self.default_switch_procs if switch_procs is None else switch_procs
+        if self.switch_procs < 0 or (self.switch_procs and switch == "bmv2"):
+            raise ValueError(f"switch_procs {self.switch_procs}: >= 0, and p4sim switches only")
+        self.group_procs: list[subprocess.Popen] = []
         self.switch_cls = SWITCH_KINDS[switch]
         self.topology = topology
         self.bw_scale = bw_scale
@@ -285,7 +302,11 @@ class EmuNet:
 
     def start(self, timeout: float = 120.0) -> "EmuNet":
         assert self.net is not None, "build() first"
+        for sw in self.switches():
+            sw.in_group = self.switch_procs > 0
         self.net.start()                          # P4simSwitch.start launches every switch
+        if self.switch_procs:
+            self._start_groups()
         for sw in self.switches():
             sw.wait_ready(timeout)
         for h in self.topology.hosts():
@@ -304,6 +325,27 @@ class EmuNet:
             # static ARP for every other host: the switches only route IPv4
             node.cmd("; ".join(f"arp -s {a.ip} {a.mac}" for o, a in self.addresses.items() if o != h))
         return self
+
+    def _start_groups(self) -> None:
+        """``switch_procs`` processes of ``p4sim serve-many``, the switches dealt round-robin;
+        each switch's ``proc`` and ``log_path`` become its group's."""
+        sws = self.switches()
+        n = min(self.switch_procs, len(sws))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for g in range(n):
+            members = sws[g::n]
+            config = self.log_dir / f"p4sim-group{g}-{os.getpid()}.json"
+            # serve's arguments of each switch: its command() after `python -m p4sim serve`
+            config.write_text(json.dumps({"log_level": "warning",
+                                          "switches": [sw.command()[4:] for sw in members]}))
+            log_path = self.log_dir / f"p4sim-group{g}-{os.getpid()}.log"
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen([sys.executable, "-m", "p4sim", "serve-many", str(config)],
+                                        stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                                        start_new_session=True)
+            self.group_procs.append(proc)
+            for sw in members:
+                sw.proc, sw.log_path = proc, log_path
 
     # ------------------------------------------------------------------ access
     def switches(self) -> list[P4simSwitch]:
@@ -386,6 +428,14 @@ class EmuNet:
             for sw in net.switches:               # before Mininet deletes their interfaces
                 if isinstance(sw, P4simSwitch):
                     sw.stop_process()
+            for proc in self.group_procs:         # serve-many processes no switch holds yet
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait(5)
             net.stop()
         finally:
             self._unlock()

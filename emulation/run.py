@@ -566,7 +566,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="results/fattree", help="output folder (default results/fattree)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--switch-procs", type=int, default=0, metavar="N",
+                    help="run the p4sim switches in N `p4sim serve-many` processes instead of one "
+                         "process each (default 0: one each)")
     args = ap.parse_args(argv)
+    if args.switch_procs < 0 or (args.switch_procs and args.switch == "bmv2"):
+        ap.error("--switch-procs: N >= 0, and only with p4sim switches")
+    EmuNet.default_switch_procs = args.switch_procs
     os.chdir(Path(__file__).resolve().parent.parent)   # agents run `-m emulation.agents` from the repo
     return cmd_run(args)
 
