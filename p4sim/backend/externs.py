@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..frontend import ast
 from ..frontend.types import (BitT, BoolT, EnumT, ExternT, InfIntT, P4Type, StackT, StructT,
-                              TupleT, TypeVar, VoidT, bit_width)
+                              TupleT, TypeVar, VarbitT, VoidT, bit_width)
 from ..runtime import model
 from .parsergen import compile_packet_in_method
 
@@ -378,12 +378,18 @@ def _emit(c: "Compiler", code: str, t: P4Type, out: str, w, node) -> None:
         raise _err(node, f"emit needs a header, header union, stack or struct, got {t}")
 
 
-def _field_parts(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> list[tuple[str, int]]:
-    """A P4 field list as (non-negative value code, width) pairs, MSB first."""
-    parts: list[tuple[str, int]] = []
+def _field_parts(c: "Compiler", e: ast.Expr, ctx: "BodyCtx",
+                 varbit: bool = False) -> list[tuple[str, int | str]]:
+    """A P4 field list as (non-negative value code, width) pairs, MSB first. With ``varbit``,
+    a varbit field is (value code, width code): its current bits (hash and checksum inputs)."""
+    parts: list[tuple[str, int | str]] = []
 
     def add(code: str, t: P4Type, node) -> None:
-        if isinstance(t, BitT):
+        if isinstance(t, VarbitT) and varbit:
+            tmp = c.fresh("vb")
+            ctx.w.line(f"{tmp} = {code}")
+            parts.append((f"{tmp}[1]", f"{tmp}[0]"))
+        elif isinstance(t, BitT):
             parts.append((f"({code} & {t.mask})" if t.signed else code, t.width))
         elif isinstance(t, BoolT):
             parts.append((f"int({code})", 1))
@@ -415,7 +421,9 @@ def _field_list(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
 def _field_bytes(c: "Compiler", e: ast.Expr, ctx: "BodyCtx") -> str:
     """A P4 field list serialized as bmv2 hashes it: fields back to back, MSB first, the end
     zero-padded to a byte (hashes.pack_fields), built as one integer expression."""
-    parts = _field_parts(c, e, ctx)
+    parts = _field_parts(c, e, ctx, varbit=True)
+    if any(isinstance(wd, str) for _, wd in parts):     # a varbit field: width known at run time
+        return "_pack_fields((" + "".join(f"({v}, {wd}), " for v, wd in parts) + "))"
     total = sum(wd for _, wd in parts)
     nbytes = (total + 7) // 8
     shift = nbytes * 8

@@ -166,7 +166,7 @@ def compile_packet_in_method(c: "Compiler", pkt: str, method: str, call: ast.Cal
     too_short = c.errors.index("PacketTooShort")
     if method == "extract":
         if len(call.args) == 2:
-            raise _err(call, "extract with a variable-size (varbit) header is not supported")
+            return _extract_varbit(c, call, ctx, too_short)
         if len(call.args) != 1:
             raise _err(call, "extract takes one argument")
         target = call.args[0].value
@@ -255,7 +255,54 @@ def compile_packet_in_method(c: "Compiler", pkt: str, method: str, call: ast.Cal
     raise _err(call, f"packet_in has no method '{method}'")
 
 
+def _extract_varbit(c: "Compiler", call: ast.Call, ctx: "BodyCtx", too_short: int):
+    """``extract(hdr, bits)``: the fixed fields plus ``bits`` bits of hdr's varbit field. Too
+    many bits for the field: error.HeaderTooShort; not enough packet: error.PacketTooShort;
+    a size that is not a whole number of bytes: error.ParserInvalidArgument (as bmv2)."""
+    w = ctx.w
+    target = call.args[0].value
+    c._check_lvalue(target, ctx)
+    stack_base = None
+    if isinstance(target, ast.Member) and target.member == "next":
+        base, bt = c.compile_expr(target.expr, ctx, lvalue=True)
+        if isinstance(bt, StackT):
+            stack_base, t = (base, bt), bt.element
+            code = None
+    if stack_base is None:
+        code, t = c.compile_expr(target, ctx, lvalue=True)
+    if not (isinstance(t, StructT) and t.is_header):
+        raise _err(target, f"extract needs a header, got {t}")
+    vf = t.varbit_field
+    if vf is None:
+        raise _err(call, f"extract(hdr, size): header {t} has no varbit field; use extract(hdr)")
+    size_code = c.expr_as(call.args[1].value, BitT(32), ctx)
+    vw = c.fresh("vw")
+    w.line(f"{vw} = {size_code}")
+    w.line(f"if {vw} > {vf[1].max_width}: raise ParserReject({c.errors.index('HeaderTooShort')}, off)")
+    w.line(f"if {vw} & 7: raise ParserReject({c.errors.index('ParserInvalidArgument')}, off)")
+    n = c.fresh("n")
+    w.line(f"{n} = {t.width // 8} + ({vw} >> 3)")
+    w.line(f"if off + {n} > blen: raise ParserReject({too_short}, off)")
+    h = c.fresh("h")
+    if stack_base is not None:
+        base, bt = stack_base
+        w.line(f"if {base}.nxt >= {bt.size}: raise ParserReject({c.errors.index('StackOutOfBounds')}, off)")
+        w.line(f"{h} = {base}.items[{base}.nxt]")
+    else:
+        w.line(f"{h} = {code}")
+    w.line(f"{h}.unpack_var(int.from_bytes(buf[off:off + {n}], 'big'), {vw})")
+    w.line(f"off += {n}")
+    if stack_base is not None:
+        w.line(f"{stack_base[0]}.nxt += 1")
+    else:
+        for sib in c.union_siblings(target, ctx):
+            w.line(f"{sib}._v = False")
+    return "", None
+
+
 def _extract_into(c: "Compiler", h: str, t: StructT, w, too_short: int, node) -> None:
+    if t.varbit_field is not None:
+        raise _err(node, f"header {t} has a varbit field: extract it with extract(hdr, size_in_bits)")
     n = t.width // 8
     w.line(f"if off + {n} > blen: raise ParserReject({too_short}, off)")
     w.line(f"{h}.unpack(int.from_bytes(buf[off:off + {n}], 'big'))")

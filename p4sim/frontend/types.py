@@ -29,6 +29,15 @@ class BitT(P4Type):
 
 
 @dataclass(frozen=True)
+class VarbitT(P4Type):
+    """varbit<N>: a value is the Python tuple (current width in bits, unsigned value)."""
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
 class InfIntT(P4Type):
     def __str__(self) -> str:
         return "int"
@@ -113,7 +122,16 @@ class StructT(P4Type):
 
     @property
     def width(self) -> int:
-        return sum(bit_width(t) for _, t in self.fields) + self.pad_bits
+        """Serialized width; a header's varbit field counts 0 here (see varbit_field)."""
+        return sum(0 if isinstance(t, VarbitT) and self.kind == "header" else bit_width(t)
+                   for _, t in self.fields) + self.pad_bits
+
+    @property
+    def varbit_field(self) -> "tuple[str, VarbitT] | None":
+        for n, t in self.fields:
+            if isinstance(t, VarbitT):
+                return n, t
+        return None
 
 
 @dataclass(eq=False)
@@ -199,6 +217,8 @@ def bit_width(t: P4Type) -> int:
     if isinstance(t, EnumT) and t.underlying is not None:
         return t.underlying.width
     if isinstance(t, StructT):
+        if t.is_header and t.varbit_field is not None:
+            raise TypeError(f"header {t} has a varbit field: no fixed width")
         return t.width
     if isinstance(t, StackT):
         return t.size * t.element.width
@@ -208,7 +228,7 @@ def bit_width(t: P4Type) -> int:
 
 
 def same_type(a: P4Type, b: P4Type) -> bool:
-    if isinstance(a, (BitT, InfIntT, BoolT, StringT, VoidT)):
+    if isinstance(a, (BitT, InfIntT, BoolT, StringT, VoidT, VarbitT)):
         return a == b
     if isinstance(a, StackT) and isinstance(b, StackT):
         return a.size == b.size and same_type(a.element, b.element)
