@@ -20,9 +20,34 @@ const bit<8> ROUND_OLDER   = 2;   // the packet is from a finished round
         void apply(inout T value, out T rv) { rv = value; value = input; }             \
     };
 
-control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
+// The aggregator index, the way Tofino computes it: the hash unit writes its own field, the
+// mask and the base are applied by later actions, and every register is indexed by the plain
+// field agg_index (bf-p4c refuses a hash or an expression as a register index). Applied for
+// every INA packet before the job lookup gates the aggregator, so the chain starts early.
+control InaAggIndex(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     Hash<bit<16>>(HashAlgorithm_t.CRC32) agg_hash;
 
+    action compute_agg_hash() {
+        meta.agg_hash = agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
+                                       hdr.ina.fragment_id });
+        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
+        meta.key_lo = hdr.ina.fragment_id;
+    }
+    action compute_agg_offset() {
+        meta.agg_offset = meta.agg_hash & meta.pool_mask;
+    }
+    action compute_agg_index() {
+        meta.agg_index = meta.pool_base + (bit<32>) meta.agg_offset;
+    }
+
+    apply {
+        compute_agg_hash();
+        compute_agg_offset();
+        compute_agg_index();
+    }
+}
+
+control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     // owner key, high word (job ++ submodel; 0 = free) and low word (fragment)
     EXCHANGE_REGISTER(bit<32>, owner_hi, meta.new_key_hi)
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_hi) owner_hi_claim_or_match = {
@@ -90,9 +115,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     // unconditional; a duplicate that brought new bits (a partial overlapping the aggregator)
     // has them cleared again by a resubmitted pass (agg_bitmap_keep), so a dropped packet
     // leaves the aggregator as it was.
+    // It returns the overlap (old bitmap & the packet's) computed by the word's second ALU, so
+    // the duplicate test is a gateway right after this stage.
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_merge = {
         void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
+            rv = value & hdr.ina.bitmap;
             value = value | hdr.ina.bitmap;
         }
     };
@@ -144,31 +171,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     action lanes_add()      { INA_FOR_EACH_LANE(LANE_ADD) }
     action lanes_take()     { INA_FOR_EACH_LANE(LANE_TAKE) }
 
-    // The aggregator index, the way Tofino computes it: the hash unit writes its own field, the
-    // mask and the base are applied by later actions, and every register is indexed by the
-    // plain field agg_index (bf-p4c refuses a hash or an expression as a register index).
-    action compute_agg_hash() {
-        meta.agg_hash = agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
-                                       hdr.ina.fragment_id });
-        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
-        meta.key_lo = hdr.ina.fragment_id;
-    }
-    action compute_agg_offset() {
-        meta.agg_offset = meta.agg_hash & meta.pool_mask;
-    }
-    action compute_agg_index() {
-        meta.agg_index = meta.pool_base + (bit<32>) meta.agg_offset;
-    }
-
     apply {
         if (meta.op == INA_OP_NONE && meta.releasing == 0 && hdr.ina.count >= hdr.ina.fan_in
                 && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
             meta.verdict = INA_COMPLETE;
             return;
         }
-        compute_agg_hash();
-        compute_agg_offset();
-        compute_agg_index();
         meta.verdict = INA_PASS;
 
         if (meta.op == INA_OP_NONE) {
@@ -224,16 +232,15 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 return;
             }
             if (owner == OWNER_MATCH) {
-                bit<32> seen = agg_bitmap_merge.execute(meta.agg_index);
-                meta.dup_bits = seen & hdr.ina.bitmap;      // an ALU stage, then a gateway
-                meta.new_bits = hdr.ina.bitmap & ~seen;
+                meta.dup_bits = agg_bitmap_merge.execute(meta.agg_index);   // seen & bitmap
                 if (meta.dup_bits != 0) {
                     meta.verdict = INA_DUPLICATE;
-                    if (meta.new_bits != 0) {
+                    if (meta.dup_bits != hdr.ina.bitmap) {
                         // it brought bits the aggregator lacked: take them out again
+                        // (seen | ~bitmap == (seen & bitmap) | ~bitmap)
                         meta.verdict = INA_RESUBMIT;
                         meta.resubmit.op = INA_OP_UNMERGE;
-                        meta.resubmit.keep_bits = seen | ~hdr.ina.bitmap;
+                        meta.resubmit.keep_bits = meta.dup_bits | ~hdr.ina.bitmap;
                     }
                     return;
                 }

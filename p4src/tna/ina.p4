@@ -87,6 +87,7 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    InaAggIndex() agg_index;
     InaAggregator() aggregator;
     InaForwarding() forwarding;
 
@@ -159,14 +160,17 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.verdict = INA_PASS;
         if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
             ina_port_pipe.apply();
-            meta.agg_node = hdr.ina.node_id;
             if ((hdr.ina.flags & INA_FLAG_RESULT) != 0) {
-                if (ina_release.apply().hit) {
+                if (ina_release.apply().hit) {     // sets agg_node, pool_base, pool_mask
                     meta.job_known = 1;
                 }
-            } else if (ina_node.apply().hit) {
-                ina_job.apply();
+            } else {
+                meta.agg_node = hdr.ina.node_id;   // exclusive with ina_release: same stage
+                if (ina_node.apply().hit) {
+                    ina_job.apply();
+                }
             }
+            agg_index.apply(hdr, meta);            // ungated: hash, mask, base (unused on a miss)
             if (meta.job_known == 1) {
                 aggregator.apply(hdr, meta);
             }

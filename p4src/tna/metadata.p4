@@ -40,7 +40,6 @@ struct ina_ig_metadata_t {
     bit<16> agg_offset;            // agg_hash & pool_mask
     bit<32> agg_index;             // pool_base + agg_offset: a plain field, every register's index
     bit<32> dup_bits;              // bitmap bits the aggregator already held (duplicate test)
-    bit<32> new_bits;              // bitmap bits the aggregator lacked
     bit<32> key_hi;                // job ++ submodel
     bit<32> key_lo;                // fragment
     // inputs of the "exchange" register actions (what the aggregator stores next)
