@@ -463,6 +463,17 @@ class _Replication:
                                                    [0] * len(nodes), what))
             t._update(pb.Update.INSERT, te, what)
 
+    def _group_nodes(self, group_id: int) -> tuple[Any, list[int]]:
+        """The group's $pre.mgid key entry and the multicast node ids it lists."""
+        t = self.target
+        spec = t._spec("$pre.mgid")
+        te = t._entry(spec)
+        te.key.fields.append(codec.key_field(spec.key("$MGID"), group_id, "$pre.mgid"))
+        [entry] = t._read(spec, te, f"read $pre.mgid {group_id}")
+        nodes = next(codec.data_value(spec.datum_by_id(f.field_id), f, "$pre.mgid")
+                     for f in entry.data.fields if f.field_id == spec.datum("$MULTICAST_NODE_ID").id)
+        return te, list(nodes)
+
     def group_ids(self) -> list[int]:
         """Every multicast group the device holds ($pre.mgid entries)."""
         t = self.target
@@ -475,12 +486,8 @@ class _Replication:
     def delete_group(self, group_id: int) -> None:
         """Remove a group: its $pre.mgid entry, then its $pre.node entries."""
         t = self.target
-        mgid_spec, node_spec = t._spec("$pre.mgid"), t._spec("$pre.node")
-        te = t._entry(mgid_spec)
-        te.key.fields.append(codec.key_field(mgid_spec.key("$MGID"), group_id, "$pre.mgid"))
-        [entry] = t._read(mgid_spec, te, f"read $pre.mgid {group_id}")
-        nodes = next(codec.data_value(mgid_spec.datum_by_id(f.field_id), f, "$pre.mgid")
-                     for f in entry.data.fields if f.field_id == mgid_spec.datum("$MULTICAST_NODE_ID").id)
+        te, nodes = self._group_nodes(group_id)
+        node_spec = t._spec("$pre.node")
         with t.batch():
             t._update(pb.Update.DELETE, te, f"delete $pre.mgid {group_id}")
             for node in nodes:
@@ -491,12 +498,8 @@ class _Replication:
     def get_group(self, group_id: int) -> list[tuple[int, int]]:
         """(port, rid) replicas of a group, read back from $pre.mgid and $pre.node."""
         t = self.target
-        mgid_spec, node_spec = t._spec("$pre.mgid"), t._spec("$pre.node")
-        te = t._entry(mgid_spec)
-        te.key.fields.append(codec.key_field(mgid_spec.key("$MGID"), group_id, "$pre.mgid"))
-        [entry] = t._read(mgid_spec, te, f"read $pre.mgid {group_id}")
-        node_ids = next(codec.data_value(mgid_spec.datum_by_id(f.field_id), f, "$pre.mgid")
-                        for f in entry.data.fields if f.field_id == mgid_spec.datum("$MULTICAST_NODE_ID").id)
+        node_spec = t._spec("$pre.node")
+        _, node_ids = self._group_nodes(group_id)
         out = []
         for node in node_ids:
             te = t._entry(node_spec)
