@@ -147,6 +147,21 @@ MAIN = "V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;\n"
     ("", "apply { resubmit({meta.x}); }", "resubmit: unknown extern function"),
     ("", "apply { resubmit({}); }", "use resubmit_preserving_field_list and @field_list"),
     ("", "apply { clone3(CloneType.I2E, 32w5, {}); }", "clone3: unknown extern function"),
+    # issue 11.5: what the p4c corpus sweep added is rejected clearly where it cannot work
+    ("", "apply { Ing.apply(hdr, meta, sm); }",
+     "Ing is instantiated or applied inside itself (recursion)"),
+    ("", "apply { hs_t.apply(); }", "'hs_t' is not a control or parser declaration"),
+    ("control K(inout bit<8> v)(bit<8> k) { apply { } }", "apply { K.apply(meta.x); }",
+     "K has constructor parameters: instantiate it to apply it"),
+    ("control K(inout bit<8> v)(VC c) { apply { } }", "K(meta) k; apply { k.apply(meta.x); }",
+     "constructor parameter 'c' of type VC needs the name of a control instance"),
+    ("", "action a() { Eg.apply(hdr, meta, sm); } apply { a(); }", "Eg.apply() is not allowed in an action"),
+    ("", "apply { hdr.h.a += true; }", "type mismatch: bit<8> and bool"),
+    ("", "apply { hdr.h += 1; }", "operator + is not defined on h_t"),
+    ("header v2_t { varbit<8> a; varbit<8> b; }", "apply { }", "header v2_t has more than one varbit field"),
+    ("struct vs_t { varbit<8> z; }", "apply { }", "field 'z': varbit fields are only supported in headers"),
+    ("header v3_t { bit<4> n; varbit<8> o; }", "apply { }",
+     "header v3_t: its fixed fields are 4 bits"),
 ])
 def test_load_errors(tmp_path: Path, top: str, body: str, message: str) -> None:
     src = PRELUDE + top + "\ncontrol Ing(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {\n" \

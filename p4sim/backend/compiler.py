@@ -705,6 +705,17 @@ class Compiler:
 
     def compile_block(self, decl: Any, ctor_args: list[ast.Argument], prefix: str, role: str,
                       site: Any, arg_scope: Scope | None = None) -> CompiledBlock:
+        active = self.__dict__.setdefault("_blocks_compiling", [])
+        if any(d is decl for d in active):
+            raise _err(site, f"{decl.name} is instantiated or applied inside itself (recursion)")
+        active.append(decl)
+        try:
+            return self._compile_block(decl, ctor_args, prefix, role, site, arg_scope)
+        finally:
+            active.pop()
+
+    def _compile_block(self, decl: Any, ctor_args: list[ast.Argument], prefix: str, role: str,
+                       site: Any, arg_scope: Scope | None = None) -> CompiledBlock:
         scope = Scope(self.globals)
         self._bind_ctor_params(decl, ctor_args, scope, site, arg_scope or self.globals)
         py_func = self.unique_py(("parser_" if isinstance(decl, ast.ParserDecl) else "control_") + prefix)
