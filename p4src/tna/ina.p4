@@ -2,12 +2,12 @@
 // v1model program. Tofino's rules shape the aggregator (p4src/tna/aggregator.p4): one
 // stateful-ALU execution per register per pass, so reading state out (results, preempted
 // partials, reminders) happens in a resubmitted second pass; K = 16 lanes, one register each.
-// Resource assumptions (bf-p4c is not available here): p4src/tna/README.md.
+// Tofino 1 rules it follows and its estimated stage layout: p4src/tna/README.md.
 #include <core.p4>
 #include <tna.p4>
 
 #ifndef INA_LANES
-#define INA_LANES 16             // fits Tofino 1's 12 stages with the owner/bitmap chain (README)
+#define INA_LANES 16             // stage fit on Tofino 1: p4src/tna/README.md (an estimate)
 #endif
 #ifndef INA_POOL_SIZE
 #define INA_POOL_SIZE 8192           // aggregators per pipe; pool sizes are powers of two
