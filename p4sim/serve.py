@@ -221,10 +221,13 @@ class ServedSwitch:
         log.info("stopped; counters: %s", self.loop.stats_line())
 
 
-def start_switch(args: argparse.Namespace, ports: list[Port]) -> ServedSwitch:
+def start_switch(args: argparse.Namespace, ports: list[Port],
+                 program_cache: dict[tuple, Any] | None = None) -> ServedSwitch:
     """Load the program, open the ports, start the control servers and the dataplane thread.
     Raises UsageError (bad program, interface, ...) or StartError (cannot listen, ...); on
-    success ``ready_line`` is the line to print. Signals are the caller's business."""
+    success ``ready_line`` is the line to print. Signals are the caller's business.
+    ``program_cache`` (serve-many) shares one compiled program among switches that load the
+    same file: a Program is immutable, every Switch has its own state."""
     try:
         from p4sim import Switch, load_program
         from p4sim.errors import P4SimError
@@ -233,7 +236,12 @@ def start_switch(args: argparse.Namespace, ports: list[Port]) -> ServedSwitch:
 
     include_dirs = list(args.include_dirs)
     try:
-        prog = load_program(args.program, arch=args.arch, include_dirs=include_dirs)
+        key = (os.path.abspath(args.program), args.arch, tuple(include_dirs))
+        prog = program_cache.get(key) if program_cache is not None else None
+        if prog is None:
+            prog = load_program(args.program, arch=args.arch, include_dirs=include_dirs)
+            if program_cache is not None:
+                program_cache[key] = prog
         switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed)
     except (P4SimError, OSError) as e:
         raise UsageError(f"cannot load {args.program}: {e}") from None
