@@ -433,9 +433,10 @@ def _batched_io(transport: Any) -> tuple[Callable[[float], list[bytes]], Callabl
 
 
 def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callable[[], bool] | None = None,
-            clock: Callable[[], float] = time.monotonic) -> bool:
+            clock: Callable[[], float] = time.monotonic, poll: float = 0.05) -> bool:
     """Drive ``agent`` in real time until ``stop()`` (default: the agent's ``done()``) or
-    ``timeout`` seconds. Returns whether it stopped because ``stop()`` became true.
+    ``timeout`` seconds. Returns whether it stopped because ``stop()`` became true; ``stop``
+    is checked at least every ``poll`` seconds.
 
     Each wake-up takes every frame waiting on the socket, hands them to the agent
     (``on_frames`` where it has one), checks the timer once and sends all replies."""
@@ -455,7 +456,7 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
         if now > timeout:
             return False
         d = agent.next_deadline()
-        wait = min(timeout - now, 0.05) if d is None else min(max(0.0, d - now), timeout - now, 0.05)
+        wait = min(timeout - now, poll) if d is None else min(max(0.0, d - now), timeout - now, poll)
         frames = recv_many(wait)
         now = clock() - t0
         out = on_frames(frames, now) if frames else []

@@ -185,7 +185,14 @@ class InaAllReduce:
 
     Blocking; one call at a time (a lock serialises callers). Every worker of the job must make
     the same sequence of calls with vectors of the same lengths, as with any collective.
+
+    Between calls a background thread keeps answering the PS: under loss another worker may
+    still miss a result of the last round, and the PS then queries this worker for its copy
+    (ESA §5.3 case 2). Without it, a worker busy elsewhere — computing, or in another
+    collective that waits for the lagging worker — would leave that worker stuck for good.
     """
+
+    IDLE_POLL = 0.002           # s: how soon a call takes the socket back from the idle server
 
     def __init__(self, job: InaJob, worker_id: int, *, window: int = 8, timeout: float = 60.0,
                  transport: UdpTransport | None = None) -> None:
@@ -199,6 +206,8 @@ class InaAllReduce:
         self.stats = AllReduceStats()
         self.last_scale_bits: int | None = None
         self._lock = threading.Lock()
+        self._idle_stop = threading.Event()
+        self._idle: threading.Thread | None = None
 
     @property
     def n_workers(self) -> int:
@@ -212,12 +221,14 @@ class InaAllReduce:
         mean), before the float32 cast."""
         v = np.asarray(values, dtype=np.float64).ravel()
         with self._lock:
+            self._stop_idle()
             t = time.monotonic()
             try:
                 total = self._allreduce(v)
             finally:
                 self.stats.calls += 1
                 self.stats.seconds += time.monotonic() - t
+                self._start_idle()
         if average:
             total = total / self.n_workers
         return total.astype(np.float32)
@@ -274,14 +285,34 @@ class InaAllReduce:
         self.stats.resent += wk.stats.resent
         return wk.result_fixed()
 
+    def _start_idle(self) -> None:
+        """Answer the PS in the background until the next call (or close)."""
+        if self.worker.round < 0:
+            return
+        self._idle_stop.clear()
+        self._idle = threading.Thread(
+            target=run_udp, args=(self.worker, self.transport, math.inf),
+            kwargs={"stop": self._idle_stop.is_set, "poll": self.IDLE_POLL},
+            daemon=True, name=f"ina-worker-{self.worker_id}-idle")
+        self._idle.start()
+
+    def _stop_idle(self) -> None:
+        if self._idle is not None:
+            self._idle_stop.set()
+            self._idle.join()
+            self._idle = None
+
     def serve(self, stop: Callable[[], bool], timeout: float = 60.0) -> None:
         """Keep answering the PS (queries about the last round: another worker may have lost
         its result) until ``stop()``; call before leaving the job."""
         with self._lock:
+            self._stop_idle()
             if self.worker.round >= 0:
                 run_udp(self.worker, self.transport, timeout, stop=stop)
 
     def close(self) -> None:
+        with self._lock:
+            self._stop_idle()
         self.transport.close()
 
     def __enter__(self) -> "InaAllReduce":
