@@ -54,3 +54,29 @@ def test_a_hanging_frame_is_reported_with_its_index(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(Switch, "process", process)
     rep = fuzz_frames("tna", frames=10, seed=SEED, frame_timeout=0.5)
     assert len(rep.violations) == 1 and f"hang: frame seed={SEED} index=3 " in rep.violations[0]
+
+
+def test_a_read_past_its_deadline_frees_the_server() -> None:
+    """Found by the fuzz: a wildcard read of v1model's agg_lanes (2^20 cells, minutes with the
+    pure-Python protobuf backend) kept the server's lock after the client's deadline, so every
+    later Write and Read timed out too; the server now drops a read whose client has gone."""
+    import time
+
+    from benchmarks.fuzz_ina import P4rtFixture, _pb, call, check_alive
+
+    pb, _, _ = _pb()
+    fx = P4rtFixture("v1model")
+    try:
+        lanes = next(r for r in fx.p4info.registers if r.preamble.name.endswith("agg_lanes"))
+        req = pb.ReadRequest(device_id=1)
+        req.entities.add().register_entry.register_id = lanes.preamble.id
+        assert call(fx, "read", req, timeout=0.5) == ("DEADLINE_EXCEEDED", [])
+        t0 = time.monotonic()
+        assert check_alive(fx, timeout=3.0) is None
+        assert time.monotonic() - t0 < 3.0
+        one = pb.ReadRequest(device_id=1)
+        e = one.entities.add().register_entry
+        e.register_id, e.index.index = lanes.preamble.id, 5
+        assert call(fx, "read", one, timeout=3.0) == ("OK", [])
+    finally:
+        fx.close()

@@ -342,13 +342,20 @@ def _replicas(replicas: Any) -> list[tuple[int, int]]:
 
 def read_entity(p: Pipeline, entity: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
     """Answer one read request (possibly a wildcard); the caller holds the switch lock."""
+    return list(iter_entity(p, entity))
+
+
+def iter_entity(p: Pipeline, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+    """``read_entity`` one entity at a time (a wildcard read of a large register takes long:
+    the caller can stop when its client has gone); errors are raised while iterating."""
     kind = entity.WhichOneof("entity")
     if kind is None:
         raise InvalidArgument("the read request has no entity set")
     handler = _READERS.get(kind)
     if handler is None:
         raise Unimplemented(f"{kind} is not supported by p4sim")
-    return [Entity(**{kind: msg}) for msg in handler(p, getattr(entity, kind))]
+    for msg in handler(p, getattr(entity, kind)):
+        yield Entity(**{kind: msg})
 
 
 def _read_table_entries(p: Pipeline, te: p4runtime_pb2.TableEntry

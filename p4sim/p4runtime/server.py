@@ -45,7 +45,7 @@ from p4sim.p4info import build_p4info
 from p4sim.p4runtime.arbitration import Arbiter, ArbitrationError, StreamSession
 from p4sim.p4runtime.convert import (P4InfoIndex, digest_struct_to_p4data, packet_in_message,
                                      packet_out_bytes)
-from p4sim.p4runtime.handlers import Pipeline, read_entity, write_update
+from p4sim.p4runtime.handlers import Pipeline, iter_entity, write_update
 
 import grpc  # noqa: E402
 from google.protobuf import any_pb2  # noqa: E402
@@ -61,6 +61,7 @@ Loader = Callable[[bytes, p4info_pb2.P4Info], Any]
 _SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 _GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 _READ_CHUNK = 1000  # entities per ReadResponse message
+_CANCEL_CHECK = 256  # entities read between checks that the Read RPC is still active
 
 
 class _RpcError(Exception):
@@ -324,8 +325,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 with p.switch.lock:  # one consistent snapshot for the whole batch
                     for entity in request.entities:
                         try:
-                            results.extend(read_entity(p, entity))
+                            found = []
+                            for e in iter_entity(p, entity):
+                                found.append(e)
+                                # a wildcard read of a large register takes seconds to minutes:
+                                # stop (and free the lock) once the client is gone
+                                if len(found) % _CANCEL_CHECK == 0 and not context.is_active():
+                                    raise _RpcError(grpc.StatusCode.CANCELLED,
+                                                    "the read was cancelled or ran past its deadline")
+                            results.extend(found)
                             errors.append(None)
+                        except _RpcError:
+                            raise
                         except ControlPlaneError as e:
                             errors.append(e)
                         except Exception as e:
