@@ -718,12 +718,7 @@ def choose_k(history: Sequence[float], psi_fn: Callable[[int], float],
     best_k, best_h = n, _INF
     table: dict[int, dict[str, float]] = {}
     for k in range(1, n + 1):
-        cur = list(p)
-        hs: list[float] = []
-        for _ in range(m_rounds):
-            h_t = sorted(cur)[k - 1]
-            hs.append(h_t)
-            cur = [c - h_t if c > h_t else p[i] for i, c in enumerate(cur)]
+        hs = [h for h, _ in async_epochs(p, k, m_rounds)]
         h_bar = sum(hs) / len(hs)
         t = psi_fn(k)
         h = t * h_bar
@@ -731,6 +726,21 @@ def choose_k(history: Sequence[float], psi_fn: Callable[[int], float],
         if h <= best_h:
             best_k, best_h = k, h
     return best_k, {"K": best_k, "H": best_h, "per_K": table, "rounds": m_rounds}
+
+
+def async_epochs(history: Sequence[float], k: int, rounds: int) -> list[tuple[float, list[int]]]:
+    """Alg. 2's epochs for a fixed K: per epoch its length h_t (the K-th smallest remaining
+    interval) and the workers (indices into ``history``) whose gradient arrives within it —
+    they take part and start afresh; the others are still on their way (p'_w <- p'_w - h_t)."""
+    p = [float(v) for v in history]
+    if not 1 <= k <= len(p):
+        raise ValueError(f"K = {k} outside 1..{len(p)}")
+    cur, out = list(p), []
+    for _ in range(rounds):
+        h_t = sorted(cur)[k - 1]
+        out.append((h_t, [i for i, c in enumerate(cur) if c <= h_t]))
+        cur = [c - h_t if c > h_t else p[i] for i, c in enumerate(cur)]
+    return out
 
 
 def goat_async(topology: Topology, job: Job, history: Mapping[str, float] | Sequence[float], *,

@@ -123,13 +123,44 @@ def _wait_go(cfg: dict[str, Any]) -> float:
 
 
 def round_labels(labels: Sequence[FragmentLabel], priorities: Sequence[Sequence[int]] | None,
-                 rnd: int) -> list[FragmentLabel]:
+                 rnd: int, fan_ins: Sequence[Sequence[int]] | None = None) -> list[FragmentLabel]:
     """The labels of round ``rnd``: ESA recomputes sub-model priorities as the job progresses
-    (``priorities[rnd][submodel]``); without a schedule the plan's labels stay."""
-    if not priorities:
-        return list(labels)
-    row = priorities[min(rnd, len(priorities) - 1)]
-    return [replace(lab, priority=int(p)) for lab, p in zip(labels, row)]
+    (``priorities[rnd][submodel]``), GOAT-Async the fan-in of the round's participants
+    (``fan_ins[rnd][submodel]``); without them the plan's labels stay."""
+    out = list(labels)
+    if priorities:
+        row = priorities[min(rnd, len(priorities) - 1)]
+        out = [replace(lab, priority=int(p)) for lab, p in zip(out, row)]
+    if fan_ins:
+        out = [replace(lab, fan_in=int(f)) for lab, f in zip(out, fan_ins[rnd])]
+    return out
+
+
+def _round_over(cfg: dict[str, Any], participants: Sequence[int], rnd: int) -> bool:
+    """Whether every participant of round ``rnd`` has logged it in its progress file."""
+    for w in participants:
+        try:
+            lines = Path(cfg["peer_progress"][str(w)]).read_text().split()
+        except OSError:
+            return False
+        if str(rnd) not in lines:
+            return False
+    return True
+
+
+def _poll(cond: Any, timeout: float) -> bool:
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _progress(cfg: dict[str, Any], rnd: int) -> None:
+    if cfg.get("progress_file"):
+        with open(cfg["progress_file"], "a") as f:       # the orchestrator's progress bar
+            f.write(f"{rnd}\n")
 
 
 def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -148,10 +179,31 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
         t0 = _wait_go(cfg)
         time.sleep(cfg.get("start_delay", 0.0))
         start = time.time()
+        joined = cfg.get("participants")          # GOAT-Async: who takes part in each round
         for rnd in range(cfg.get("rounds", 1)):
-            wk.labels = dict(enumerate(round_labels(labels, cfg.get("priorities"), rnd)))
-            wk.push(gradient(round_seeds([cfg["seed"]], rnd)[0], n), sizes)
-            want = expected_fixed(round_seeds(cfg["all_seeds"], rnd), sizes, lanes)
+            if joined is not None and cfg["worker_id"] not in joined[rnd]:
+                # still computing when the round closed (Alg. 2): this worker sits it out, and
+                # starts its next round once this one is over (as it would on receiving the new
+                # parameters: a newer round would reclaim the aggregators this one still uses),
+                # answering the PS about its last round meanwhile
+                t = time.time()
+                over = lambda: _round_over(cfg, joined[rnd], rnd)      # noqa: E731
+                if wk.round >= 0:
+                    finished = run_udp(wk, tr, cfg.get("timeout", 300.0), stop=over)
+                else:
+                    finished = _poll(over, cfg.get("timeout", 300.0))
+                rounds.append({"round": rnd, "seconds": time.time() - t, "done": finished, "exact": True,
+                               "joined": False, **dict.fromkeys(("sent", "resent", "fast_resent", "results",
+                                                                 "duplicate_results", "queries_answered",
+                                                                 "overflowed"), 0)})
+                _progress(cfg, rnd)
+                if not finished:
+                    break
+                continue
+            wk.labels = dict(enumerate(round_labels(labels, cfg.get("priorities"), rnd, cfg.get("round_fan_in"))))
+            wk.push(gradient(round_seeds([cfg["seed"]], rnd)[0], n), sizes, round=rnd)
+            seeds = round_seeds(cfg["all_seeds"], rnd)
+            want = expected_fixed(seeds if joined is None else [seeds[i] for i in joined[rnd]], sizes, lanes)
             t = time.time()
             finished = run_udp(wk, tr, cfg.get("timeout", 300.0))
             st = wk.stats
@@ -159,10 +211,9 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
                            "exact": bool(finished and np.array_equal(wk.result_fixed(), want)),
                            "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent, "results": st.results,
                            "duplicate_results": st.duplicate_results,
-                           "queries_answered": st.queries_answered, "overflowed": len(st.overflowed)})
-            if cfg.get("progress_file"):
-                with open(cfg["progress_file"], "a") as f:       # the orchestrator's progress bar
-                    f.write(f"{rnd}\n")
+                           "queries_answered": st.queries_answered, "overflowed": len(st.overflowed),
+                           "joined": True})
+            _progress(cfg, rnd)
             if not finished:
                 break
         seconds = time.time() - start
@@ -185,9 +236,11 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
     jobs = {}
     for jid, j in cfg["jobs"].items():
         sub_nodes = j.get("submodel_nodes")
+        joined = j.get("participants")
         jobs[int(jid)] = JobConfig({int(w): (ip, mac) for w, (ip, mac) in j["workers"].items()},
                                    {int(n): ip for n, ip in j.get("reminder_via", {}).items()},
-                                   None if sub_nodes is None else {int(s): list(v) for s, v in sub_nodes.items()})
+                                   None if sub_nodes is None else {int(s): list(v) for s, v in sub_nodes.items()},
+                                   None if joined is None else {int(r): list(v) for r, v in joined.items()})
     ps = ParameterServer(cfg["ip"], jobs, mac=cfg["mac"], lanes=lanes, timeout=_rto(cfg))
     stop = {"flag": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))

@@ -25,6 +25,7 @@ import csv
 import json
 import math
 import os
+import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,7 +36,8 @@ from tqdm import tqdm
 
 from controller.deploy import (DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, esa_priority_schedule,
                                ina_fraction)
-from controller.model import Job, Plan, Topology
+from controller.goat import async_epochs
+from controller.model import Job, Plan, Topology, submodel_key
 from controller.schemes import available
 from controller.schemes import run_scheme as plan_with
 from controller.topologies import fat_tree
@@ -76,7 +78,8 @@ class RoundResult:
         return [{"round": r, "seconds": max(w["rounds"][r]["seconds"] for w in self.workers),
                  "exact": all(w["rounds"][r]["exact"] for w in self.workers),
                  "worker_resent": sum(w["rounds"][r]["resent"] for w in self.workers),
-                 "worker_fast_resent": sum(w["rounds"][r]["fast_resent"] for w in self.workers)}
+                 "worker_fast_resent": sum(w["rounds"][r]["fast_resent"] for w in self.workers),
+                 "participants": sum(1 for w in self.workers if w["rounds"][r].get("joined", True))}
                 for r in range(n)]
 
 
@@ -97,8 +100,11 @@ def _tx_packets(net: EmuNet) -> int:
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
                    timeout: float, rto: dict[str, float] | None, rounds: Mapping[int, int],
                    starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]],
-                   lanes: int = LANES) -> dict[str, tuple[str, dict]]:
-    """host → (role, config) for every PS and worker of every job (PSes on one host merged)."""
+                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None
+                   ) -> dict[str, tuple[str, dict]]:
+    """host → (role, config) for every PS and worker of every job (PSes on one host merged).
+    ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
+    worker's packets carry then counts that round's participants at its node."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
@@ -112,6 +118,9 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
             "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
             "submodel_nodes": None if cfg.submodel_nodes is None else
             {str(s): list(v) for s, v in cfg.submodel_nodes.items()}}
+        joined = (participants or {}).get(dep.job_id)
+        if joined is not None:
+            ps["jobs"][str(dep.job_id)]["participants"] = {str(r): ids for r, ids in enumerate(joined)}
         for i, w in enumerate(dep.workers):
             if w in cfgs:
                 raise ValueError(f"host {w} would run two agents: jobs must use distinct hosts")
@@ -120,16 +129,39 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                                       submodel_sizes=dep.submodel_sizes, window=window, seed=seeds[k][i],
                                       all_seeds=seeds[k], rounds=rounds[dep.job_id],
                                       start_delay=starts.get(dep.job_id, 0.0),
-                                      priorities=priorities.get(dep.job_id)))
+                                      priorities=priorities.get(dep.job_id),
+                                      participants=joined,
+                                      round_fan_in=None if joined is None else
+                                      round_fan_ins(dep, w, joined)))
     for host, (_, c) in cfgs.items():
         c.update(ready_file=str(workdir / f"{host}.ready"), out=str(workdir / f"{host}.json"),
                  done_file=str(workdir / f"{host}.done"), progress_file=str(workdir / f"{host}.progress"))
+    for dep in fd.jobs:               # a worker sitting a round out waits on the others' progress
+        peers = {str(i): str(workdir / f"{w}.progress") for i, w in enumerate(dep.workers)}
+        for w in dep.workers:
+            cfgs[w][1]["peer_progress"] = peers
     return cfgs
+
+
+def round_fan_ins(dep: Deployment, worker: str, joined: list[list[int]]) -> list[list[int]]:
+    """Per round, the fan-in ``worker``'s packets carry for each sub-model: how many of that
+    round's participants send the sub-model to the same aggregation node (node 0, the PS: the
+    plan's label, which the PS does not use)."""
+    out = []
+    for ids in joined:
+        part = [dep.workers[i] for i in ids]
+        row = []
+        for g, lab in enumerate(dep.labels[worker]):
+            row.append(lab.fan_in if lab.node_id == 0 else
+                       sum(1 for p in part if dep.labels[p][g].node_id == lab.node_id))
+        out.append(row)
+    return out
 
 
 def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mapping[int, int], window: int = 8,
              seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
+             participants: Mapping[int, list[list[int]]] | None = None,
              progress: Callable[[int], None] | None = None) -> list[RoundResult]:
     """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
     running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
@@ -143,7 +175,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
     cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
                           starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
-                          lanes=net.lanes)
+                          lanes=net.lanes, participants=participants)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"
@@ -222,7 +254,7 @@ def fattree_setup(k: int, workers: int, mb: float, *, programmable_fraction: flo
 
 # schemes the emulation can deploy (controller/deploy.py: one PS per job; placement plans, and
 # routing plans aggregating where paths merge)
-DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-ilp", "geryon", "k-sgd", "aro", "inart", "l-inart",
+DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-async", "goat-ilp", "geryon", "k-sgd", "aro", "inart", "l-inart",
               "random", "lbmm", "grid", "aggtree")
 
 
@@ -241,7 +273,10 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None) -> SchemeRun:
     """Plan ``scheme`` for ``jobs``, build a fresh Mininet net, install over P4Runtime and run
     every job's rounds (ESA: priorities recomputed per round, ESA §5.4). ``pool``: aggregators
-    per switch (small pools make jobs contend: ESA's setting)."""
+    per switch (small pools make jobs contend: ESA's setting). GOAT-Async: workers without a
+    history get seeded heterogeneous gradient intervals (:func:`async_history`)."""
+    if scheme == ASYNC:
+        async_history(jobs, seed)
     plan = plan_scheme(scheme, topo, jobs)
     fd = deploy_jobs(topo, jobs, plan, total_elements={j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, specs)},
                      pool_size=pool)
@@ -252,6 +287,12 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     if scheme == "esa":
         sched = esa_priority_schedule(jobs, {j.name: s.rounds for j, s in zip(jobs, specs)})
         prio = {j.job_id: sched[j.name] for j in jobs}
+    joined: dict[int, list[list[int]]] | None = None
+    if scheme == ASYNC:
+        joined = {j.job_id: async_participants(plan, j, s.rounds) for j, s in zip(jobs, specs)}
+        for j in jobs:
+            log(f"[{scheme}] job {j.job_id}: K_t = {async_info(plan, j)['K_t']} of {len(j.workers)} workers; "
+                f"participants per round {joined[j.job_id]}")
     net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch)
     net.with_switch_options(**({"drop_rate": loss, "seed": seed} if switch != "bmv2" else {}))
     try:
@@ -265,7 +306,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         results = run_jobs(net, fd, workdir / scheme, rounds={j.job_id: s.rounds for j, s in zip(jobs, specs)},
                            window=window, seed=seed, timeout=timeout, rto=rto,
                            starts={j.job_id: s.start for j, s in zip(jobs, specs)}, priorities=prio,
-                           progress=progress)
+                           participants=joined, progress=progress)
     finally:
         net.stop()
     for res in results:
@@ -278,8 +319,32 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     return SchemeRun(scheme, results, fd, entries, net.lanes)
 
 
-# schemes that plan one job at a time (InArt §3.1: other jobs are background traffic)
-PER_JOB = ("inart", "l-inart")
+# schemes that plan one job at a time (InArt §3.1: other jobs are background traffic; GOAT-Async's
+# Alg. 2 chooses K_t per job)
+ASYNC = "goat-async"
+PER_JOB = ("inart", "l-inart", ASYNC)
+
+
+def async_history(jobs: list[Job], seed: int, spread: float = 2.0) -> None:
+    """Give each job's workers gradient intervals p_w (``job.meta["history"]``, Alg. 2's input)
+    where none are given: uniform in [1, 1 + spread], seeded — heterogeneous workers, so K_t
+    may leave the slowest out of a round."""
+    for j in jobs:
+        if "history" not in j.meta:
+            rng = random.Random(seed * 7919 + j.job_id)
+            j.meta["history"] = {w: round(1.0 + spread * rng.random(), 4) for w in j.workers}
+
+
+def async_info(plan: Plan, job: Job) -> dict[str, Any]:
+    """GOAT-Async's decision for ``job`` (K_t, participants, Alg. 2's table)."""
+    return (plan.extra.get("async_by_job") or {}).get(job.name) or plan.extra["async"]
+
+
+def async_participants(plan: Plan, job: Job, rounds: int) -> list[list[int]]:
+    """Worker ids taking part in each of ``rounds`` rounds: Alg. 2's epochs at the plan's K_t
+    (a worker still computing when an epoch closes joins a later one)."""
+    hist = [float(job.meta["history"][w]) for w in job.workers]
+    return [ids for _, ids in async_epochs(hist, int(async_info(plan, job)["K_t"]), rounds)]
 
 
 def plan_scheme(scheme: str, topo: Topology, jobs: list[Job]) -> Plan:
@@ -293,12 +358,17 @@ def plan_scheme(scheme: str, topo: Topology, jobs: list[Job]) -> Plan:
     plans = [plan_with(scheme, topo, [j]) for j in jobs]
     merged = Plan(scheme, [j.name for j in jobs], status="heuristic",
                   solve_seconds=sum(p.solve_seconds for p in plans))
-    for p in plans:                         # tasks and workers are distinct across jobs
+    for j, p in zip(jobs, plans):           # tasks and workers are distinct across jobs
         merged.paths.update(p.paths)
         merged.rates.update(p.rates)
         merged.split.update(p.split)
+        # a one-job plan names sub-models bare; the merged plan covers several jobs
+        key = {s.name: submodel_key(j, s, True) for s in j.submodels}
         for w, nodes in p.aggregation_node.items():
-            merged.aggregation_node.setdefault(w, {}).update(nodes)
+            merged.aggregation_node.setdefault(w, {}).update({key.get(g, g): n for g, n in nodes.items()})
+        merged.submodel_switches.update({key.get(g, g): v for g, v in p.submodel_switches.items()})
+        if "async" in p.extra:
+            merged.extra.setdefault("async_by_job", {})[j.name] = p.extra["async"]
     return merged
 
 
@@ -314,7 +384,8 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
     rows = []
     for res, dep, spec in zip(run.jobs, run.deployment.jobs, specs):
         n_rounds = max(1, len(res.per_round()))
-        frags = sum(w["fragments"] for w in res.workers) * n_rounds
+        # fragments the workers sent as first copies (GOAT-Async: only in the rounds they joined)
+        frags = sum(w["fragments"] * sum(1 for r in w["rounds"] if r.get("joined", True)) for w in res.workers)
         ideal = ideal_round_seconds(dep.submodel_sizes, link_mbps, run.lanes)
         mean = res.completion / n_rounds
         rows.append({
@@ -341,7 +412,7 @@ def write_rounds(runs: list[SchemeRun], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "rounds.csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=["scheme", "job", "round", "seconds", "exact", "worker_resent",
-                                           "worker_fast_resent"])
+                                           "worker_fast_resent", "participants"])
         wr.writeheader()
         for run in runs:
             for res in run.jobs:

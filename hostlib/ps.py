@@ -66,16 +66,32 @@ class JobConfig:
     whose route from the PS passes that node (reminders are ordinary UDP packets; a switch not
     owning the key forwards them on to that host, which ignores them). ``submodel_nodes``: the
     nodes to remind for a sub-model (all ``reminder_via`` nodes if absent; reminding a node that
-    holds nothing is harmless).
+    holds nothing is harmless). ``participants``: round → the worker ids that take part in it
+    (GOAT-Async: the K_t workers of Alg. 2); a round not listed has every worker.
     """
     workers: Mapping[int, tuple[str, str | int]]
     reminder_via: Mapping[int, str] = field(default_factory=dict)
     submodel_nodes: Mapping[int, Sequence[int]] | None = None
+    participants: Mapping[int, Sequence[int]] | None = None
 
     @property
     def mask(self) -> int:
         m = 0
         for w in self.workers:
+            m |= 1 << w
+        return m
+
+    def round_workers(self, round: int) -> list[int]:
+        """The workers whose contributions make up ``round`` (and who get its result)."""
+        if self.participants is None or round not in self.participants:
+            return list(self.workers)
+        return [w for w in self.participants[round] if w in self.workers]
+
+    def round_mask(self, round: int) -> int:
+        if self.participants is None or round not in self.participants:
+            return self.mask
+        m = 0
+        for w in self.round_workers(round):
             m |= 1 << w
         return m
 
@@ -261,7 +277,7 @@ class ParameterServer:
         if from_worker and worker not in job.workers:
             self.stats.count("unknown_worker")
             return []
-        mask = job.mask
+        mask = job.round_mask(rnd)
         if not from_worker and (bitmap & ~mask or bitmap == 0):
             # a drained *held* aggregator (ATP mode) reports bitmap 0xFFFFFFFF and no sums: its
             # contributions already left as the complete aggregate. Nothing to add.
@@ -327,7 +343,7 @@ class ParameterServer:
             self.stats.results_resent += 1
             return [self._result_frame(key, e, worker, job)]
         e.resend.setdefault(worker, lanes.astype(np.int64))   # copies are identical
-        out = self._maybe_complete(key, e, job, now, job.mask)
+        out = self._maybe_complete(key, e, job, now, job.round_mask(key[1]))
         if e.result is None and not e.reminded:
             # ESA §5.3: a worker timed out, so a partial may be stuck waiting for its lost copy
             # (case 1) or the others may hold a result it lost (case 2); act now rather than
@@ -348,7 +364,7 @@ class ParameterServer:
         self._open.pop(key, None)
         self.stats.completed += 1
         payload = self._result_payload(key, e, job)
-        out = [self._result_frame(key, e, w, job, payload) for w in job.workers if w != worker]
+        out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1]) if w != worker]
         self.stats.results_sent += len(out)
         return out
 
@@ -356,7 +372,7 @@ class ParameterServer:
         """Remind the aggregation nodes (drain a stuck partial) and query the workers whose
         contribution is missing (they answer with the result if they hold it, else their
         contribution)."""
-        missing = job.mask & ~(e.net_bitmap | e.resend_bitmap)
+        missing = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
         return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
 
     def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
@@ -371,8 +387,9 @@ class ParameterServer:
             self.stats.completed += 1
             if e.attempts == 0 and not e.resend:
                 self.timeout.sample(now - e.created)
-            self.stats.results_sent += len(job.workers)
-            return [_Later(e.slot, w) for w in job.workers]     # type: ignore[misc]
+            receivers = job.round_workers(key[1])
+            self.stats.results_sent += len(receivers)
+            return [_Later(e.slot, w) for w in receivers]     # type: ignore[misc]
         total = e.net_sum if e.net_sum is not None else np.zeros(e.lanes, dtype=np.int64)
         if stand_ins:
             total = total.copy()
@@ -387,7 +404,7 @@ class ParameterServer:
         if e.attempts == 0 and not e.resend:
             self.timeout.sample(now - e.created)
         payload = self._result_payload(key, e, job)
-        out = [self._result_frame(key, e, w, job, payload) for w in job.workers]
+        out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
         self.stats.results_sent += len(out)
         if stand_ins:
             # the stand-ins' first copies may still sit in a switch partial: free that aggregator
@@ -396,9 +413,10 @@ class ParameterServer:
 
     def _header(self, key: Key, e: _Entry, job: JobConfig) -> bytes:
         """The INA header of the RESULT every worker gets."""
-        n = len(job.workers)
+        n = len(job.round_workers(key[1]))
         flags = _RESULT | (_OVERFLOW if e.overflow else 0)
-        return pack_header(key[0], 0, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.mask, flags, key[1])
+        return pack_header(key[0], 0, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.round_mask(key[1]), flags,
+                           key[1])
 
     def _result_payload(self, key: Key, e: _Entry, job: JobConfig) -> bytes:
         """INA header and lanes of the RESULT every worker gets (only the addressing differs)."""

@@ -63,7 +63,7 @@ def test_five_rounds_at_one_percent_loss_per_port_are_all_exact(scheme: str, tmp
     assert sum(r["worker_resent"] for r in rounds) > 0            # loss did happen and was repaired
 
 
-@pytest.mark.parametrize("scheme", ["ps", "atp", "esa", "switchml", "goat", "aro", "inart"])
+@pytest.mark.parametrize("scheme", ["ps", "atp", "esa", "switchml", "goat", "goat-async", "aro", "inart"])
 def test_two_jobs_sharing_switches_on_mininet_are_exact(scheme: str, tmp_path: Path) -> None:
     """Every scheme the emulation deploys, two jobs at once (interleaved under the same ToRs,
     the second starting later), 2 rounds each, as `python -m emulation.run --jobs 2` runs them."""

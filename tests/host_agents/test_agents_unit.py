@@ -299,3 +299,21 @@ def test_udp_send_into_a_full_socket_buffer_waits_then_counts_a_drop_instead_of_
     finally:
         tx.close()
         rx.close()
+
+
+def test_ps_completes_a_goat_async_round_from_its_participants_only() -> None:
+    """GOAT-Async: round 0 is made of workers 1 and 3 (K_t = 2 of 4). The PS completes it
+    from their partial, sends the result to them only (bitmap and count of the round), and
+    queries only them when it times out; round 1, not listed, has every worker."""
+    job = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, participants={0: [1, 3]})
+    assert job.round_mask(0) == 0b1010 and job.round_mask(1) == 0b1111
+    ps = ParameterServer(PS_IP, {5: job}, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+    ps.on_frame(_contrib(0b0010, Flags.PREEMPTED), 0.0)
+    queries = [parse_frame(f, K).header for f in ps.on_timer(0.01)]
+    assert sorted(h.worker_id for h in queries if h.node_id == 0) == [3]
+    out = [parse_frame(f, K) for f in ps.on_frame(_contrib(0b1000, Flags.PREEMPTED), 0.02)]
+    assert sorted(p.dst_ip for p in out) == [WIP[1], WIP[3]]
+    for p in out:
+        assert p.header.bitmap == 0b1010 and p.header.count == 2 and Flags.RESULT in p.header.flags
+        assert np.array_equal(p.lanes.astype(np.int64), V[1] + V[3])
+    assert ps.done()
