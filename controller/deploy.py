@@ -48,7 +48,7 @@ from hostlib.protocol import Flags
 from hostlib.ps import JobConfig
 from hostlib.worker import FragmentLabel
 
-from .model import Job, Plan, Topology, submodel_key, task_key
+from .model import Job, Plan, SubModel, Topology, submodel_key, task_key
 
 DEFAULT_POOL = 16384            # aggregators per node: INA_POOL_SIZE of p4src/v1model/ina.p4
 
@@ -416,6 +416,47 @@ class FabricDeployment:
 
 
 MAX_WORKERS_PER_GROUP = 256         # replica ids per job's multicast group (rid_base stride)
+PART_JOB_ID_STRIDE = 1000           # the k-th PS's part of a multi-PS job: job id + k × this
+
+
+def expand_multi_ps(jobs: list[Job], plan: Plan, total_elements: Mapping[str, int]
+                    ) -> tuple[list[Job], Plan, dict[str, int]]:
+    """A job with several PSes (InArt's split) as one single-PS *part* per PS: the part towards
+    PS p is named ``job@p``, has job id ``job_id + k·PART_JOB_ID_STRIDE`` (k: p's position in
+    ``job.ps``), the same workers, and ``plan.split[p]`` of every sub-model (normalised over the
+    job's PSes; equal shares when the plan gives none; a PS with share 0 gets no part). The plan
+    is returned with its tasks (``job/p``) renamed to the parts; single-PS jobs pass unchanged."""
+    if all(len(j.ps) == 1 for j in jobs):
+        return list(jobs), plan, dict(total_elements)
+    out = Plan.from_dict(plan.to_dict())
+    parts: list[Job] = []
+    elements: dict[str, int] = {}
+    rename: dict[str, str] = {}
+    for j in jobs:
+        if len(j.ps) == 1:
+            parts.append(j)
+            elements[j.name] = total_elements[j.name]
+            continue
+        shares = {p: float(plan.split.get(p, 1.0)) for p in j.ps}
+        total = sum(shares.values())
+        if total <= 0:
+            raise ValueError(f"plan {plan.scheme}: job {j.name}: its PSes' shares add up to {total}")
+        for k, p in enumerate(j.ps):
+            x = shares[p] / total
+            if x <= 0:
+                continue
+            name = f"{j.name}@{p}"
+            rename[task_key(j, p)] = name
+            parts.append(Job(name, list(j.workers), [p], [SubModel(s.name, s.size_mb * x) for s in j.submodels],
+                             j.model, j.priority, j.job_id + PART_JOB_ID_STRIDE * k,
+                             dict(j.meta, parent=j.name, ps_share=x)))
+            elements[name] = max(1, round(total_elements[j.name] * x))
+    out.jobs = [p.name for p in parts]
+    out.paths = {rename.get(t, t): v for t, v in plan.paths.items()}
+    out.rates = {rename.get(t, t): v for t, v in plan.rates.items()}
+    out.aggregation_node = {w: {rename.get(t, t): n for t, n in m.items()}
+                            for w, m in plan.aggregation_node.items()}
+    return parts, out, elements
 
 
 def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: Mapping[str, int],
@@ -432,6 +473,7 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
         raise ValueError(f"pool size {pool_size}: a power of two")
     if not jobs:
         raise ValueError("deploy_jobs: no jobs")
+    jobs, plan, total_elements = expand_multi_ps(jobs, plan, total_elements)
     partition = plan.scheme == "switchml" if partition is None else partition
     multi = len(jobs) > 1
     prio = priority_bytes(plan.extra.get("priority", {}) or {})
@@ -508,4 +550,5 @@ def ina_fraction(ps_received: Mapping[str, int], worker_fragments: int) -> float
 
 
 __all__ = ["TableOp", "apply_ops", "HostAddress", "host_addresses", "next_hops", "lpm_path",
-           "Deployment", "deploy_plan", "FabricDeployment", "deploy_jobs", "priority_bytes", "esa_priority_schedule", "submodel_elements", "ina_fraction", "DEFAULT_POOL"]
+           "Deployment", "deploy_plan", "FabricDeployment", "deploy_jobs", "expand_multi_ps", "PART_JOB_ID_STRIDE", "priority_bytes", "esa_priority_schedule",
+           "submodel_elements", "ina_fraction", "DEFAULT_POOL"]

@@ -31,7 +31,7 @@ from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import encode_lanes
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import FragmentLabel, Worker
+from hostlib.worker import FragmentLabel, Worker, WorkerGroup
 
 UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire per datagram
 
@@ -163,72 +163,85 @@ def _progress(cfg: dict[str, Any], rnd: int) -> None:
             f.write(f"{rnd}\n")
 
 
+_COUNTS = ("sent", "resent", "fast_resent", "results", "duplicate_results", "queries_answered", "overflowed")
+
+
 def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     """``rounds`` all-reduce rounds back to back (a round starts once the previous one's results
     are all in, as in synchronous training), each with fresh gradients; then keep answering
     the PS (queries for a result another worker lost) until the orchestrator's finish file.
-    The job starts ``start_delay`` seconds after the common start time."""
-    lanes, sizes = cfg["lanes"], cfg["submodel_sizes"]
-    labels = [FragmentLabel(*lab) for lab in cfg["labels"]]
-    wk = Worker(cfg["job_id"], cfg["worker_id"], cfg["ps_ip"], cfg["ip"], labels, mac=cfg["mac"],
-                lanes=lanes, window=cfg.get("window", 8), rto=_rto(cfg))
-    n = sum(sizes)
+    The job starts ``start_delay`` seconds after the common start time. ``cfg["parts"]``: one
+    entry per job part this host works for — one, or one per PS of a job split over several
+    PSes (InArt), each its own Worker (job id, PS, labels, sub-models, seeds), all on one socket
+    and in lockstep. Reports per part, keyed by job id."""
+    lanes, parts = cfg["lanes"], cfg["parts"]
+    workers = [Worker(p["job_id"], p["worker_id"], p["ps_ip"], cfg["ip"],
+                      [FragmentLabel(*lab) for lab in p["labels"]], mac=cfg["mac"], lanes=lanes,
+                      window=cfg.get("window", 8), rto=_rto(cfg)) for p in parts]
+    agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
     tr = CountingTransport(cfg["ip"], lanes=lanes)
-    rounds: list[dict[str, Any]] = []
+    records: list[list[dict[str, Any]]] = [[] for _ in parts]
+    timeout = cfg.get("timeout", 300.0)
     try:
         t0 = _wait_go(cfg)
         time.sleep(cfg.get("start_delay", 0.0))
         start = time.time()
         joined = cfg.get("participants")          # GOAT-Async: who takes part in each round
         for rnd in range(cfg.get("rounds", 1)):
-            if joined is not None and cfg["worker_id"] not in joined[rnd]:
+            if joined is not None and parts[0]["worker_id"] not in joined[rnd]:
                 # still computing when the round closed (Alg. 2): this worker sits it out, and
                 # starts its next round once this one is over (as it would on receiving the new
                 # parameters: a newer round would reclaim the aggregators this one still uses),
                 # answering the PS about its last round meanwhile
                 t = time.time()
                 over = lambda: _round_over(cfg, joined[rnd], rnd)      # noqa: E731
-                if wk.round >= 0:
-                    finished = run_udp(wk, tr, cfg.get("timeout", 300.0), stop=over)
-                else:
-                    finished = _poll(over, cfg.get("timeout", 300.0))
-                rounds.append({"round": rnd, "seconds": time.time() - t, "done": finished, "exact": True,
-                               "joined": False, **dict.fromkeys(("sent", "resent", "fast_resent", "results",
-                                                                 "duplicate_results", "queries_answered",
-                                                                 "overflowed"), 0)})
+                finished = (run_udp(agent, tr, timeout, stop=over) if workers[0].round >= 0
+                            else _poll(over, timeout))
+                for rec in records:
+                    rec.append({"round": rnd, "seconds": time.time() - t, "done": finished, "exact": True,
+                                "joined": False, **dict.fromkeys(_COUNTS, 0)})
                 _progress(cfg, rnd)
                 if not finished:
                     break
                 continue
-            wk.labels = dict(enumerate(round_labels(labels, cfg.get("priorities"), rnd, cfg.get("round_fan_in"))))
-            wk.push(gradient(round_seeds([cfg["seed"]], rnd)[0], n), sizes, round=rnd)
-            seeds = round_seeds(cfg["all_seeds"], rnd)
-            want = expected_fixed(seeds if joined is None else [seeds[i] for i in joined[rnd]], sizes, lanes)
+            wants = []
+            for p, wk in zip(parts, workers):
+                wk.labels = dict(enumerate(round_labels([FragmentLabel(*lab) for lab in p["labels"]],
+                                                        p.get("priorities"), rnd, p.get("round_fan_in"))))
+                sizes = p["submodel_sizes"]
+                wk.push(gradient(round_seeds([p["seed"]], rnd)[0], sum(sizes)), sizes, round=rnd)
+                seeds = round_seeds(p["all_seeds"], rnd)
+                wants.append(expected_fixed(seeds if joined is None else [seeds[i] for i in joined[rnd]],
+                                            sizes, lanes))
             t = time.time()
-            finished = run_udp(wk, tr, cfg.get("timeout", 300.0))
-            st = wk.stats
-            rounds.append({"round": rnd, "seconds": time.time() - t, "done": bool(finished),
-                           "exact": bool(finished and np.array_equal(wk.result_fixed(), want)),
-                           "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent, "results": st.results,
-                           "duplicate_results": st.duplicate_results,
-                           "queries_answered": st.queries_answered, "overflowed": len(st.overflowed),
-                           "joined": True})
+            finished = run_udp(agent, tr, timeout)
+            for rec, wk, want in zip(records, workers, wants):
+                st = wk.stats
+                rec.append({"round": rnd, "seconds": time.time() - t, "done": bool(finished and wk.done()),
+                            "exact": bool(finished and np.array_equal(wk.result_fixed(), want)),
+                            "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent,
+                            "results": st.results, "duplicate_results": st.duplicate_results,
+                            "queries_answered": st.queries_answered, "overflowed": len(st.overflowed),
+                            "joined": True})
             _progress(cfg, rnd)
             if not finished:
                 break
         seconds = time.time() - start
         Path(cfg["done_file"]).write_text("done\n")
         finish = Path(cfg["finish_file"])
-        run_udp(wk, tr, cfg.get("linger", 120.0), stop=finish.exists)
+        run_udp(agent, tr, cfg.get("linger", 120.0), stop=finish.exists)
     finally:
         tr.close()
-    total = {k: sum(r[k] for r in rounds) for k in ("sent", "resent", "fast_resent", "results", "duplicate_results",
-                                                   "queries_answered", "overflowed")}
-    return {"role": "worker", "host": cfg["host"], "worker_id": cfg["worker_id"],
+    jobs = {}
+    for p, rounds in zip(parts, records):
+        total = {k: sum(r[k] for r in rounds) for k in _COUNTS}
+        jobs[str(p["job_id"])] = {
+            "role": "worker", "host": cfg["host"], "worker_id": p["worker_id"],
             "done": len(rounds) == cfg.get("rounds", 1) and all(r["done"] for r in rounds),
             "exact": bool(rounds) and all(r["exact"] for r in rounds), "seconds": seconds,
-            "start_lag": start - t0, "fragments": sum(-(-n // lanes) for n in sizes), "rounds": rounds,
-            **total, **tr.counts, "send_dropped": tr.send_dropped}
+            "start_lag": start - t0, "fragments": sum(-(-n // lanes) for n in p["submodel_sizes"]),
+            "rounds": rounds, **total, **tr.counts, "send_dropped": tr.send_dropped}
+    return {"role": "worker", "host": cfg["host"], "jobs": jobs}
 
 
 def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:

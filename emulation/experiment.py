@@ -56,25 +56,27 @@ class JobSpec:
 
 
 def place_jobs(topo: Topology, specs: list[JobSpec], workers: int, *, submodels: int = 4,
-               switch_bytes: int | None = None) -> list[Job]:
+               switch_bytes: int | None = None, ps_per_job: int = 1) -> list[Job]:
     """Jobs with ``workers`` workers each, interleaved over the hosts (job k takes every n-th
-    host from the k-th, so jobs share ToRs and compete for their aggregators) and PSes on the
-    last hosts; job ids 1..n. Every programmable switch gets memory for half of the largest
-    model per job, so no switch holds a whole model (placement matters) and jobs sharing a
-    switch compete for its aggregators; ``switch_bytes`` overrides it."""
+    host from the k-th, so jobs share ToRs and compete for their aggregators) and
+    ``ps_per_job`` PSes each on the last hosts (InArt splits a model over several); job ids
+    1..n. Every programmable switch gets memory for half of the largest model per job, so no
+    switch holds a whole model (placement matters) and jobs sharing a switch compete for its
+    aggregators; ``switch_bytes`` overrides it."""
     hosts = topo.hosts()
     n = len(specs)
-    if n < 1 or workers < 1:
-        raise ValueError("need at least one job with at least one worker")
-    if n * (workers + 1) > len(hosts):
-        raise ValueError(f"{n} job(s) × ({workers} workers + 1 PS) do not fit on the {len(hosts)} hosts "
-                         f"of {topo.name}")
-    pool = hosts[:len(hosts) - n]
+    if n < 1 or workers < 1 or ps_per_job < 1:
+        raise ValueError("need at least one job with at least one worker and one PS")
+    if n * (workers + ps_per_job) > len(hosts):
+        raise ValueError(f"{n} job(s) × ({workers} workers + {ps_per_job} PS) do not fit on the {len(hosts)} "
+                         f"hosts of {topo.name}")
+    pool = hosts[:len(hosts) - n * ps_per_job]
     jobs = []
     for k, spec in enumerate(specs):
         ws = pool[k::n][:workers]
         subs = [SubModel(f"g{i}", spec.mb / submodels) for i in range(submodels)]
-        jobs.append(Job(f"job{k + 1}", ws, [hosts[len(hosts) - 1 - k]], subs, job_id=k + 1))
+        pss = [hosts[len(hosts) - 1 - k - n * i] for i in range(ps_per_job)]
+        jobs.append(Job(f"job{k + 1}", ws, pss, subs, job_id=k + 1))
     memory = switch_bytes if switch_bytes is not None else int(n * max(s.mb for s in specs) * 1e6 / 2)
     for s in topo.programmable_switches():
         topo.nodes[s].memory_bytes = memory

@@ -34,8 +34,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
-from controller.deploy import (DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, esa_priority_schedule,
-                               ina_fraction)
+from controller.deploy import (DEFAULT_POOL, PART_JOB_ID_STRIDE, Deployment, FabricDeployment, deploy_jobs,
+                               esa_priority_schedule, ina_fraction)
 from controller.goat import async_epochs
 from controller.model import Job, Plan, Topology, submodel_key
 from controller.schemes import available
@@ -122,17 +122,22 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
         if joined is not None:
             ps["jobs"][str(dep.job_id)]["participants"] = {str(r): ids for r, ids in enumerate(joined)}
         for i, w in enumerate(dep.workers):
+            part = dict(job_id=dep.job_id, worker_id=i, ps_ip=a[dep.ps].ip,
+                        labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
+                        submodel_sizes=dep.submodel_sizes, seed=seeds[k][i], all_seeds=seeds[k],
+                        priorities=priorities.get(dep.job_id),
+                        round_fan_in=None if joined is None else round_fan_ins(dep, w, joined))
+            host = dict(common, host=w, ip=a[w].ip, mac=a[w].mac, window=window, rounds=rounds[dep.job_id],
+                        start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part])
             if w in cfgs:
-                raise ValueError(f"host {w} would run two agents: jobs must use distinct hosts")
-            cfgs[w] = ("worker", dict(common, host=w, job_id=dep.job_id, worker_id=i, ip=a[w].ip, mac=a[w].mac,
-                                      ps_ip=a[dep.ps].ip, labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
-                                      submodel_sizes=dep.submodel_sizes, window=window, seed=seeds[k][i],
-                                      all_seeds=seeds[k], rounds=rounds[dep.job_id],
-                                      start_delay=starts.get(dep.job_id, 0.0),
-                                      priorities=priorities.get(dep.job_id),
-                                      participants=joined,
-                                      round_fan_in=None if joined is None else
-                                      round_fan_ins(dep, w, joined)))
+                # another PS's part of the same job (InArt's split): one agent, one Worker per part
+                other = cfgs[w][1]
+                if cfgs[w][0] != "worker" or any(other[f] != host[f] for f in ("rounds", "start_delay")) \
+                        or joined is not None or other["participants"] is not None:
+                    raise ValueError(f"host {w} would run two agents: jobs must use distinct hosts")
+                other["parts"].append(part)
+            else:
+                cfgs[w] = ("worker", host)
     for host, (_, c) in cfgs.items():
         c.update(ready_file=str(workdir / f"{host}.ready"), out=str(workdir / f"{host}.json"),
                  done_file=str(workdir / f"{host}.done"), progress_file=str(workdir / f"{host}.progress"))
@@ -225,8 +230,8 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
         if not out.exists():
             raise RuntimeError(f"agent {h} wrote no report: {(workdir / f'{h}.log').read_text()[-2000:]}")
         reports[h] = json.loads(out.read_text())
-    return [RoundResult(fd.scheme, [reports[w] for w in d.workers], reports[d.ps], tx1 - tx0, wall,
-                        job=d.job_id, start=starts.get(d.job_id, 0.0)) for d in fd.jobs]
+    return [RoundResult(fd.scheme, [reports[w]["jobs"][str(d.job_id)] for w in d.workers], reports[d.ps],
+                        tx1 - tx0, wall, job=d.job_id, start=starts.get(d.job_id, 0.0)) for d in fd.jobs]
 
 
 def _rounds_done(progress_file: Path) -> int:
@@ -303,9 +308,10 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         entries = install(net, fd.ops)
         api = "BfRuntime" if net.arch == "tna" else "P4Runtime"
         log(f"[{scheme}] {entries} table entries over {api} in {time.time() - t:.1f} s")
-        results = run_jobs(net, fd, workdir / scheme, rounds={j.job_id: s.rounds for j, s in zip(jobs, specs)},
+        spec = {d.job_id: spec_of(specs, d.job_id) for d in fd.jobs}     # parts of a job: its spec
+        results = run_jobs(net, fd, workdir / scheme, rounds={i: sp.rounds for i, sp in spec.items()},
                            window=window, seed=seed, timeout=timeout, rto=rto,
-                           starts={j.job_id: s.start for j, s in zip(jobs, specs)}, priorities=prio,
+                           starts={i: sp.start for i, sp in spec.items()}, priorities=prio,
                            participants=joined, progress=progress)
     finally:
         net.stop()
@@ -319,9 +325,16 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     return SchemeRun(scheme, results, fd, entries, net.lanes)
 
 
+def spec_of(specs: list[JobSpec], job_id: int) -> JobSpec:
+    """The spec of job ``job_id`` (ids 1..n as place_jobs gives them), or of the job a multi-PS
+    part (id + k·PART_JOB_ID_STRIDE) belongs to."""
+    return specs[job_id % PART_JOB_ID_STRIDE - 1]
+
+
 # schemes that plan one job at a time (InArt §3.1: other jobs are background traffic; GOAT-Async's
 # Alg. 2 chooses K_t per job)
 ASYNC = "goat-async"
+MULTI_PS = ("inart", "l-inart")          # schemes that split a job's model over several PSes
 PER_JOB = ("inart", "l-inart", ASYNC)
 
 
@@ -382,7 +395,8 @@ def ideal_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: int 
 def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: float) -> list[dict[str, Any]]:
     """results.csv rows: one per (scheme, job)."""
     rows = []
-    for res, dep, spec in zip(run.jobs, run.deployment.jobs, specs):
+    for res, dep in zip(run.jobs, run.deployment.jobs):
+        spec = spec_of(specs, res.job)
         n_rounds = max(1, len(res.per_round()))
         # fragments the workers sent as first copies (GOAT-Async: only in the rounds they joined)
         frags = sum(w["fragments"] * sum(1 for r in w["rounds"] if r.get("joined", True)) for w in res.workers)
@@ -535,7 +549,12 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
     specs = [JobSpec(mbs[k % len(mbs)], args.rounds, k * args.stagger) for k in range(args.jobs)]
     if args.switch_mb is not None and args.switch_mb <= 0:
         raise ValueError(f"--switch-mb {args.switch_mb}: must be positive")
-    jobs = place_jobs(topo, specs, args.workers,
+    if args.ps_per_job < 1:
+        raise ValueError(f"--ps-per-job {args.ps_per_job}: must be at least 1")
+    if args.ps_per_job > 1 and any(s not in MULTI_PS for s in schemes):
+        raise ValueError(f"--ps-per-job {args.ps_per_job}: only {', '.join(MULTI_PS)} split a model over "
+                         f"several PSes; not {', '.join(s for s in schemes if s not in MULTI_PS)}")
+    jobs = place_jobs(topo, specs, args.workers, ps_per_job=args.ps_per_job,
                       switch_bytes=None if args.switch_mb is None else int(args.switch_mb * 1e6))
     return topo, jobs, specs, schemes
 
@@ -560,7 +579,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
           f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
     for j, sp in zip(jobs, specs):
-        print(f"  {j.name}: workers {', '.join(j.workers)}, PS {j.ps[0]}; {sp.mb} MB in {len(j.submodels)} "
+        print(f"  {j.name}: workers {', '.join(j.workers)}, PS {', '.join(j.ps)}; {sp.mb} MB in {len(j.submodels)} "
               f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
     runs: list[SchemeRun] = []
     rows: list[dict[str, Any]] = []
@@ -612,6 +631,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mb", default="2", help="gradient size per worker in MB (fp32); a comma list gives each "
                                               "job its own (cycled), e.g. 0.25,0.5")
     ap.add_argument("--stagger", type=float, default=0.0, help="job k starts k × this many seconds late")
+    ap.add_argument("--ps-per-job", type=int, default=1,
+                    help="parameter servers per job (InArt: the plan splits each model over them; "
+                         "each PS's part runs as job id + 1000·k in the results)")
     ap.add_argument("--schemes", default="goat,atp", help=f"comma list of: {', '.join(DEPLOYABLE)}")
     ap.add_argument("--switch-mb", type=float, default=None,
                     help="aggregator memory of each programmable switch in MB, as the planners see it "

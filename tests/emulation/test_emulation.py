@@ -112,3 +112,26 @@ def test_tna_program_installed_over_bfrt_on_mininet_is_exact_under_loss(scheme: 
     for res in run.jobs:
         assert len(res.per_round()) == 2 and res.exact, res.workers
     assert run.deployment.ina_switches
+
+
+def test_inart_splits_a_job_over_two_parameter_servers_exactly(tmp_path: Path) -> None:
+    """`--ps-per-job 2`: one job's model split over two PSes as InArt plans it, each worker
+    running one Worker per PS part on one socket; 2 rounds at 1 % loss, every part exact."""
+    from emulation.experiment import JobSpec, build_topology, place_jobs
+    from emulation.run import run_scheme as run_emulated
+
+    topo = build_topology("fattree", k=4, programmable=0.2, seed=0)    # InArt gives both PSes a share here
+    specs = [JobSpec(MB, 2)]
+    jobs = place_jobs(topo, specs, 4, ps_per_job=2)
+    try:
+        run = run_emulated(topo, jobs, specs, "inart", loss=0.01, workdir=tmp_path, bw_scale=5000, window=4,
+                           seed=2, timeout=60, pool=64, log=lambda _: None,
+                           rto={"initial": 0.3, "minimum": 0.1, "maximum": 0.5})
+    except RuntimeError as e:
+        if "Error creating interface" in str(e):
+            pytest.skip(f"Mininet cannot build a network: {e}")
+        raise
+    assert [r.job for r in run.jobs] == [1, 1001]
+    assert [d.ps for d in run.deployment.jobs] == jobs[0].ps
+    for res in run.jobs:
+        assert len(res.per_round()) == 2 and res.exact, res.workers

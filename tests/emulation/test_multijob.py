@@ -122,3 +122,27 @@ def test_routing_plans_aggregate_where_their_paths_merge(scheme: str) -> None:
         if kind == "to_node":
             nxt = next(dict(op.kwargs)["next_node"] for op in fd.ops[n] if op.method == "level_to_node")
             assert nxt in dep.node_ids.values()
+
+
+def test_a_job_split_over_two_parameter_servers_deploys_as_one_part_per_ps() -> None:
+    """InArt's multi-PS split: each PS's share of every sub-model becomes a single-PS part
+    (job id + 1000·k) with the plan's paths towards that PS; the parts' sizes add up."""
+    from controller.deploy import PART_JOB_ID_STRIDE, expand_multi_ps
+
+    topo = build_topology("fattree", k=4)
+    [job] = place_jobs(topo, [JobSpec(0.04, 1)], 4, ps_per_job=2)
+    assert len(job.ps) == 2 and not set(job.ps) & set(job.workers)
+    plan = plan_scheme("inart", topo, [job])
+    total = int(0.04e6 / 4)
+    parts, renamed, elements = expand_multi_ps([job], plan, {job.name: total})
+    assert [p.job_id for p in parts] == [1, 1 + PART_JOB_ID_STRIDE]
+    assert [p.ps for p in parts] == [[job.ps[0]], [job.ps[1]]]
+    assert sorted(renamed.paths) == sorted(p.name for p in parts)
+    assert abs(sum(elements.values()) - total) <= 1
+    shares = [plan.split[p] / sum(plan.split[q] for q in job.ps) for p in job.ps]
+    for part, x in zip(parts, shares):
+        assert part.total_mb == pytest.approx(job.total_mb * x)
+        assert all(renamed.paths[part.name][w][-1] == part.ps[0] for w in job.workers)
+    fd = deploy_jobs(topo, [job], plan, total_elements={job.name: total})
+    assert [d.job_id for d in fd.jobs] == [1, 1 + PART_JOB_ID_STRIDE]
+    assert [d.ps for d in fd.jobs] == job.ps
