@@ -40,7 +40,7 @@ reproduce: setup
 # `python -m emulation.run --help`.
 run-fattree: setup
 	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
-	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,aro,inart --out results/fattree
+	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --out results/fattree
 
 # Data-parallel training through the switches (root, Mininet): an MLP on scikit-learn's digits,
 # 4 workers on the k=4 fat-tree, torch DDP with the INA hook (every step checked against gloo), then
