@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-import threading
 from typing import Any, Iterator
 
 from p4sim.bfrt import codec  # first: p4sim.bfrt fixes the protobuf backend
@@ -34,6 +33,8 @@ from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef,
 
 import grpc  # noqa: E402
 from google.rpc import code_pb2, status_pb2  # noqa: E402
+
+from .grpc_stream import StreamChannel  # noqa: E402
 
 _MATCH_KIND = {"Exact": "exact", "Ternary": "ternary", "LPM": "lpm", "Range": "range",
                "Optional": "optional"}
@@ -88,11 +89,8 @@ class BfRtTarget:
         self.channel = grpc.insecure_channel(address, options=[
             ("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)])
         self.stub = pb_grpc.BfRuntimeStub(self.channel)
-        self._requests: queue.Queue = queue.Queue()
-        self._responses: queue.Queue = queue.Queue()
         self._pending: list[tuple[Any, str]] | None = None   # inside batch()
-        self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
-        threading.Thread(target=self._read_stream, daemon=True, name="bfrt-client-stream").start()
+        self._stream = StreamChannel(self.stub.StreamChannel, "bfrt-client-stream")
         try:
             self._subscribe()
             if push_program is not None:
@@ -106,20 +104,13 @@ class BfRtTarget:
         self.pre = _Replication(self)
 
     # ------------------------------------------------------------------ session
-    def _read_stream(self) -> None:
-        try:
-            for msg in self._stream:
-                self._responses.put(msg)
-        except grpc.RpcError as e:
-            self._responses.put(e)
-
     def _subscribe(self) -> None:
         req = pb.StreamMessageRequest(client_id=self.client_id)
         req.subscribe.device_id = self.device_id
         req.subscribe.notifications.enable_port_status_change_notifications = False
-        self._requests.put(req)
+        self._stream.send(req)
         try:
-            msg = self._responses.get(timeout=self.timeout)
+            msg = self._stream.receive(self.timeout)
         except queue.Empty:
             raise BfRtTargetError(f"{self.address}: no answer to subscribe in {self.timeout} s") from None
         if isinstance(msg, grpc.RpcError):
@@ -171,7 +162,7 @@ class BfRtTarget:
             raise BfRtTargetError(f"{self.address}: {what}: {_reason(e)}") from None
 
     def close(self) -> None:
-        self._requests.put(None)
+        self._stream.close()
         self.channel.close()
 
     def __enter__(self) -> "BfRtTarget":

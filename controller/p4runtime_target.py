@@ -9,7 +9,6 @@ device config is the P4 source; for bmv2 pass ``device_config`` = the p4c JSON).
 from __future__ import annotations
 
 import queue
-import threading
 from typing import Any
 
 from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend first)
@@ -25,6 +24,8 @@ from google.rpc import code_pb2, status_pb2  # noqa: E402
 from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4runtime_pb2 as pb  # noqa: E402
 from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
+
+from .grpc_stream import StreamChannel  # noqa: E402
 
 
 class P4RuntimeTargetError(ControlPlaneError):
@@ -47,30 +48,20 @@ class P4RuntimeTarget:
         self._table_ids = {m.name: tid for tid, m in self.index.tables.items()}
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self._requests: queue.Queue = queue.Queue()
-        self._responses: queue.Queue = queue.Queue()
-        self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
-        threading.Thread(target=self._read_stream, daemon=True).start()
+        self._stream = StreamChannel(self.stub.StreamChannel, "p4runtime-client-stream")
         self._become_primary()
         if push_pipeline:
             self._set_pipeline(device_config if device_config is not None else program.source.encode())
         self.pre = _Replication(self)
 
     # ------------------------------------------------------------------ session
-    def _read_stream(self) -> None:
-        try:
-            for msg in self._stream:
-                self._responses.put(msg)
-        except grpc.RpcError as e:
-            self._responses.put(e)
-
     def _become_primary(self) -> None:
         req = pb.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
         req.arbitration.election_id.high, req.arbitration.election_id.low = self.election_id
-        self._requests.put(req)
+        self._stream.send(req)
         try:
-            msg = self._responses.get(timeout=self.timeout)
+            msg = self._stream.receive(self.timeout)
         except queue.Empty:
             raise P4RuntimeTargetError(f"{self.address}: no arbitration answer in {self.timeout} s") from None
         if isinstance(msg, grpc.RpcError):
@@ -101,7 +92,7 @@ class P4RuntimeTarget:
         self._call(self.stub.Write, req, what)
 
     def close(self) -> None:
-        self._requests.put(None)
+        self._stream.close()
         self.channel.close()
 
     def __enter__(self) -> "P4RuntimeTarget":

@@ -81,6 +81,18 @@ def mininet_unavailable_reason() -> str | None:
     return None
 
 
+def terminate(proc: subprocess.Popen) -> None:
+    """End a process we started: SIGTERM, then SIGKILL if it is still there after 10 s."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 def free_tcp_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -170,14 +182,8 @@ class P4simSwitch(Switch):
 
     def stop_process(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        if proc is not None:
+            terminate(proc)
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's signature)
         self.stop_process()
@@ -429,13 +435,7 @@ class EmuNet:
                 if isinstance(sw, P4simSwitch):
                     sw.stop_process()
             for proc in self.group_procs:         # serve-many processes no switch holds yet
-                if proc.poll() is None:
-                    proc.terminate()
-                    try:
-                        proc.wait(10)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait(5)
+                terminate(proc)
             net.stop()
         finally:
             self._unlock()
