@@ -305,5 +305,5 @@ def _extract_into(c: "Compiler", h: str, t: StructT, w, too_short: int, node) ->
         raise _err(node, f"header {t} has a varbit field: extract it with extract(hdr, size_in_bits)")
     n = t.width // 8
     w.line(f"if off + {n} > blen: raise ParserReject({too_short}, off)")
-    w.line(f"{h}.unpack(int.from_bytes(buf[off:off + {n}], 'big'))")
+    w.line(f"{h}.unpack_from(buf, off)")
     w.line(f"off += {n}")
