@@ -2114,7 +2114,8 @@ class Compiler:
                 lo, hi = -(1 << (t.width - 1)), (1 << (t.width - 1)) - 1
             else:
                 lo, hi = 0, t.mask
-            return f"max({lo}, min({hi}, {a} {pyop} {b}))", t
+            v = self.fresh("sat")        # a conditional, not min/max calls: hot in INA lanes
+            return f"({hi} if ({v} := {a} {pyop} {b}) > {hi} else {lo} if {v} < {lo} else {v})", t
         raise _err(e, f"unsupported operator {op}")
 
     def _compile_unary(self, e: ast.UnaryOp, ctx: BodyCtx) -> tuple[str, P4Type]:
