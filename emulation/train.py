@@ -40,7 +40,7 @@ from .run import DEPLOYABLE, plan_scheme
 GLOO_PORT = 29500
 # a ceiling of 0.5 s as emulation.run: an aggregate's round trip includes the other workers'
 # recoveries, which inflates the estimate under loss
-RTO = {"initial": 0.3, "minimum": 0.05, "maximum": 0.5}
+RTO = {"initial": 0.3, "minimum": 0.03, "maximum": 0.5}
 
 
 def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:

@@ -147,6 +147,7 @@ class Worker:
         self._timeout: list[float] = []
         self._retransmitted = bytearray()      # Karn: no RTT sample from these
         self._later_results: list[int] = []    # results of later fragments since it was sent ("dupACKs")
+        self._newest_answered = -1.0           # latest send time among fragments with a result
         self._base = 0          # first fragment without a result: the window's left edge
         self._next = 0          # first fragment never sent
         self._started = False
@@ -196,6 +197,7 @@ class Worker:
         self._pending.clear()
         self._first_sent, self._timeout = [0.0] * n, [0.0] * n
         self._retransmitted, self._later_results = bytearray(n), [0] * n
+        self._newest_answered = -1.0
         self._base = self._next = 0
         self._started = False
 
@@ -257,10 +259,22 @@ class Worker:
         return out
 
     def on_timer(self, now: float) -> list[bytes]:
+        """Resend the expired fragments there is evidence against — a fragment sent later
+        already has its result, so this one (or its result) was lost — and, per firing, the
+        oldest expired one without such evidence as a probe; re-arm the others. An aggregate
+        waits for every worker, so a stalled peer makes a whole window expire at once; the probe
+        then costs one spurious resend instead of a window's worth (RACK-style loss detection).
+        Measured on the emulation: the RTO floor can then drop from 0.1 s to 0.03 s, which halves
+        rounds at 1 % loss, at a few spurious resends when lossless (README)."""
         out = []
-        pending, timeout = self._pending, self._timeout
+        pending, timeout, sent = self._pending, self._timeout, self._first_sent
+        answered, probed = self._newest_answered, False
         for idx, deadline in pending.items():
             if deadline <= now:
+                if sent[idx] >= answered and probed:
+                    pending[idx] = now + timeout[idx]     # no evidence yet: wait another RTO
+                    continue
+                probed = probed or sent[idx] >= answered
                 self._retransmitted[idx] = 1
                 timeout[idx] = self.rto.backoff(timeout[idx])
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
@@ -287,6 +301,8 @@ class Worker:
         pending, retransmitted = self._pending, self._retransmitted
         if pending.pop(idx, None) is not None and not retransmitted[idx]:   # Karn: skip ambiguous samples
             self.rto.sample(now - self._first_sent[idx])
+        if self._first_sent[idx] > self._newest_answered:
+            self._newest_answered = self._first_sent[idx]
         out = []
         sub, later = r.sub, self._later_results
         for earlier in pending:

@@ -3,6 +3,7 @@ exactness cases (a RESEND racing a switch partial that holds the same worker).""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hostlib.protocol import Flags, InaHeader, build_frame, parse_frame
 from hostlib.ps import JobConfig, ParameterServer
@@ -68,19 +69,38 @@ def test_worker_duplicate_and_foreign_results_are_harmless() -> None:
     assert np.allclose(wk.result(), np.r_[np.full(K, 3), np.full(K, -2)] / 65536)
 
 
-def test_worker_timeout_resends_to_ps_with_backoff() -> None:
+def test_worker_timeout_probes_once_per_firing_with_backoff() -> None:
+    """A whole window expiring together is what a stalled peer looks like: one probe per
+    timer firing (the oldest), the others re-armed for another RTO without backoff."""
     wk = _worker(n_frags=2)
     wk.start(0.0)
     assert wk.next_deadline() == 0.01
     assert wk.on_timer(0.005) == []
     frames = [parse_frame(f, K) for f in wk.on_timer(0.01)]
-    assert [p.header.fragment_id for p in frames] == [0, 1]
+    assert [p.header.fragment_id for p in frames] == [0]
     assert all(p.header.flags == Flags.RESEND and p.header.node_id == 0 and p.dst_ip == PS_IP for p in frames)
-    assert wk.next_deadline() == 0.01 + 0.02                                 # doubled
-    wk.on_timer(0.03)
-    wk.on_timer(0.07)
-    assert wk.next_deadline() == 0.07 + 0.04                                 # capped at 4 RTOs
-    assert wk.stats.resent == 6
+    assert wk.next_deadline() == 0.01 + 0.01                                 # fragment 1, re-armed
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.02)] == [1]   # its own probe
+    assert wk.next_deadline() == 0.01 + 0.02                                 # fragment 0: doubled
+    wk.on_timer(0.03)                                          # fragment 0 again (0.02 → 0.04)
+    wk.on_timer(0.07)                                          # fragment 0 (capped), 1 re-armed
+    assert wk.next_deadline() == pytest.approx(0.07 + 0.02)
+    wk.on_timer(0.0901)                                        # fragment 1's probe
+    assert wk.next_deadline() == pytest.approx(0.07 + 0.04)                  # capped at 4 RTOs
+    assert wk.stats.resent == 5
+
+
+def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -> None:
+    """RACK-style evidence: a fragment sent later already has its result, so the expired
+    earlier ones were lost (or their results were): all of them go at once."""
+    wk = _worker(window=3, n_frags=4)
+    wk.start(0.0)                                             # fragments 0, 1 and 2 at t=0
+    wk.on_frame(_result(5, 2, np.full(K, 1)), 0.002)          # frees a slot: fragment 3 at 0.002
+    wk.on_frame(_result(5, 3, np.full(K, 2)), 0.003)          # sent after 0 and 1: evidence
+    assert list(wk._pending) == [0, 1]
+    frames = [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.01)]
+    assert frames == [0, 1]                                   # both, not one probe
+    assert wk.stats.resent == 2
 
 
 def test_backoff_is_capped_by_rtos_and_by_maximum() -> None:
