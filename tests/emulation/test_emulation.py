@@ -24,6 +24,22 @@ from emulation.run import fattree_setup, run_allreduce  # noqa: E402
 MB = 0.01
 
 
+def _run_emulated(topo, jobs, specs, scheme: str, tmp_path: Path, *, loss: float, rto_max: float,
+                  timeout: float, **kw):
+    """emulation.run's run_scheme on a fresh Mininet net (window 4, pool 64); skipped when
+    Mininet cannot create the network here."""
+    from emulation.run import run_scheme
+
+    try:
+        return run_scheme(topo, jobs, specs, scheme, loss=loss, workdir=tmp_path, bw_scale=5000, window=4,
+                          seed=2, timeout=timeout, pool=64, rto={"initial": 0.3, "minimum": 0.1, "maximum": rto_max},
+                          **kw)
+    except RuntimeError as e:
+        if "Error creating interface" in str(e):
+            pytest.skip(f"Mininet cannot build a network: {e}")
+        raise
+
+
 @pytest.fixture
 def k2(tmp_path: Path) -> Iterator[tuple[EmuNet, object, object]]:
     topo, job = fattree_setup(2, 3, MB, programmable_fraction=1.0, hosts_per_edge=2)
@@ -68,19 +84,11 @@ def test_two_jobs_sharing_switches_on_mininet_are_exact(scheme: str, tmp_path: P
     """Every scheme the emulation deploys, two jobs at once (interleaved under the same ToRs,
     the second starting later), 2 rounds each, as `python -m emulation.run --jobs 2` runs them."""
     from emulation.experiment import JobSpec, build_topology, place_jobs
-    from emulation.run import run_scheme as run_emulated
 
     topo = build_topology("fattree", k=2, hosts_per_edge=4, programmable=1.0)
     specs = [JobSpec(MB, 2), JobSpec(MB, 2, start=0.2)]
     jobs = place_jobs(topo, specs, 2)
-    try:
-        run = run_emulated(topo, jobs, specs, scheme, loss=0.0, workdir=tmp_path, bw_scale=5000, window=4,
-                           seed=2, timeout=40, pool=64, log=lambda _: None,
-                           rto={"initial": 0.3, "minimum": 0.1, "maximum": 1.0})
-    except RuntimeError as e:
-        if "Error creating interface" in str(e):
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        raise
+    run = _run_emulated(topo, jobs, specs, scheme, tmp_path, loss=0.0, rto_max=1.0, timeout=40, log=lambda _: None)
     assert [r.job for r in run.jobs] == [1, 2]
     for res in run.jobs:
         assert len(res.per_round()) == 2 and res.exact, res.workers
@@ -93,20 +101,13 @@ def test_tna_program_installed_over_bfrt_on_mininet_is_exact_under_loss(scheme: 
     """`python -m emulation.run --arch tna`: the TNA program in p4sim, plans installed over
     BfRuntime as on Tofino, two jobs, 2 rounds at 1 % loss per port."""
     from emulation.experiment import JobSpec, build_topology, place_jobs
-    from emulation.run import run_scheme as run_emulated
 
     topo = build_topology("fattree", k=2, hosts_per_edge=4, programmable=1.0)
     specs = [JobSpec(MB, 2), JobSpec(MB, 2, start=0.2)]
     jobs = place_jobs(topo, specs, 2)
     lines: list[str] = []
-    try:
-        run = run_emulated(topo, jobs, specs, scheme, loss=0.01, workdir=tmp_path, bw_scale=5000, window=4,
-                           seed=2, timeout=60, pool=64, switch="p4sim-tna", log=lines.append,
-                           rto={"initial": 0.3, "minimum": 0.1, "maximum": 0.5})
-    except RuntimeError as e:
-        if "Error creating interface" in str(e):
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        raise
+    run = _run_emulated(topo, jobs, specs, scheme, tmp_path, loss=0.01, rto_max=0.5, timeout=60,
+                        switch="p4sim-tna", log=lines.append)
     assert any("over BfRuntime" in line for line in lines), lines
     assert run.lanes == 16
     for res in run.jobs:
@@ -118,19 +119,11 @@ def test_inart_splits_a_job_over_two_parameter_servers_exactly(tmp_path: Path) -
     """`--ps-per-job 2`: one job's model split over two PSes as InArt plans it, each worker
     running one Worker per PS part on one socket; 2 rounds at 1 % loss, every part exact."""
     from emulation.experiment import JobSpec, build_topology, place_jobs
-    from emulation.run import run_scheme as run_emulated
 
     topo = build_topology("fattree", k=4, programmable=0.2, seed=0)    # InArt gives both PSes a share here
     specs = [JobSpec(MB, 2)]
     jobs = place_jobs(topo, specs, 4, ps_per_job=2)
-    try:
-        run = run_emulated(topo, jobs, specs, "inart", loss=0.01, workdir=tmp_path, bw_scale=5000, window=4,
-                           seed=2, timeout=60, pool=64, log=lambda _: None,
-                           rto={"initial": 0.3, "minimum": 0.1, "maximum": 0.5})
-    except RuntimeError as e:
-        if "Error creating interface" in str(e):
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        raise
+    run = _run_emulated(topo, jobs, specs, "inart", tmp_path, loss=0.01, rto_max=0.5, timeout=60, log=lambda _: None)
     assert [r.job for r in run.jobs] == [1, 1001]
     assert [d.ps for d in run.deployment.jobs] == jobs[0].ps
     for res in run.jobs:
