@@ -80,3 +80,13 @@ def test_a_read_past_its_deadline_frees_the_server() -> None:
         assert call(fx, "read", one, timeout=3.0) == ("OK", [])
     finally:
         fx.close()
+
+
+def test_fuzz_bfrt() -> None:
+    """benchmarks/fuzz_bfrt.py, short: malformed BfRuntime requests to p4sim's BfRt server get
+    documented statuses only, and a valid insert/read/delete works afterwards."""
+    from benchmarks.fuzz_bfrt import fuzz_bfrt
+
+    rep = fuzz_bfrt(requests=300, seed=SEED, seconds=6.0)
+    assert rep.count >= 50, rep.summary()
+    assert rep.violations == [], "\n".join(rep.violations)
