@@ -24,7 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fuzz_ina import Report, _rand_bytes, _rand_id, _width_bytes, make_switch  # noqa: E402
+from benchmarks.fuzz_ina import (Report, _rand_bytes, _rand_id, _width_bytes, bad_status, call,  # noqa: E402
+                                  make_switch)
 
 ALLOWED = ("OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED",
            "FAILED_PRECONDITION", "UNIMPLEMENTED")
@@ -42,6 +43,8 @@ class BfRtFixture:
         self.target = BfRtTarget(f"127.0.0.1:{port}", client_id=CLIENT)
         self.stub, self.schema = self.target.stub, self.target.bfrt
         self.p4_name = self.target.p4_name
+        from p4sim.bfrt.proto import pb
+        self.error_type = pb.Error
 
     def close(self) -> None:
         self.target.close()
@@ -122,34 +125,6 @@ def make_request(seed: int, index: int, fx: BfRtFixture) -> tuple[str, Any]:
     return ("write" if write else "read"), req
 
 
-def _status(err: Any) -> tuple[str, list[str]]:
-    from google.rpc import code_pb2, status_pb2
-
-    from p4sim.bfrt.proto import pb
-    code, inner = err.code().name, []
-    if code == "UNKNOWN":
-        for k, v in err.trailing_metadata() or ():
-            if k == "grpc-status-details-bin":
-                for d in status_pb2.Status.FromString(v).details:
-                    e = pb.Error()
-                    d.Unpack(e)
-                    inner.append(code_pb2.Code.Name(e.canonical_code))
-    return code, inner
-
-
-def call(fx: BfRtFixture, kind: str, req: Any, timeout: float) -> tuple[str, list[str]]:
-    import grpc
-    try:
-        if kind == "write":
-            fx.stub.Write(req, timeout=timeout)
-        else:
-            for _ in fx.stub.Read(req, timeout=timeout):
-                pass
-        return "OK", []
-    except grpc.RpcError as e:
-        return _status(e)
-
-
 def check_alive(fx: BfRtFixture) -> str | None:
     """A valid insert, read and delete through the controller's back end; None if they work."""
     from controller.ina_tables import InaTables
@@ -187,10 +162,8 @@ def fuzz_bfrt(requests: int, seed: int, seconds: float | None = None, timeout: f
             rep.outcomes[f"{kind} {code}"] += 1
             for c in inner:
                 rep.outcomes[f"  {kind} batch {c}"] += 1
-            bad = code not in ALLOWED and code != "UNKNOWN"
             # in a refused all-or-nothing batch the updates not at fault are ABORTED
-            bad = bad or (code == "UNKNOWN" and (not inner or any(c not in ALLOWED + ("ABORTED",) for c in inner)))
-            if bad:
+            if bad_status(code, inner, ALLOWED, ("ABORTED",)):
                 rep.violation(f"BfRt seed={seed} request index={i} ({kind}) answered {code} {inner}: "
                               f"{str(req)[:600]!r}")
         rep.seconds = time.perf_counter() - t0
