@@ -2,6 +2,8 @@
 
 8 workers, fan-in 8, fragments spread over a 4096-aggregator pool; every packet is parsed,
 aggregated (claim / add / complete with multicast of the result to 8 workers) and deparsed.
+The v1model program also runs on the C backend (p4sim/runtime/native.py) when a C compiler is
+available: both numbers and the ratio are printed.
 """
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from controller.ina_tables import InaTables  # noqa: E402
 from hostlib.protocol import InaHeader, build_frame  # noqa: E402
 from p4sim import Switch, load_program  # noqa: E402
+from p4sim.errors import CompileError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 8
 
 
-def bench(arch: str, lanes: int, fragments: int) -> tuple[float, float]:
-    sw = Switch(load_program(str(ROOT / "p4src" / arch / "ina.p4"), arch=arch))
+def bench(arch: str, lanes: int, fragments: int, backend: str = "python") -> tuple[float, float]:
+    sw = Switch(load_program(str(ROOT / "p4src" / arch / "ina.p4"), arch=arch), backend=backend)
     t = InaTables(sw)
     t.add_node(1, pool_base=0, pool_size=4096)
     t.add_job(1)
@@ -50,8 +53,16 @@ def bench(arch: str, lanes: int, fragments: int) -> tuple[float, float]:
 def main() -> None:
     for arch, lanes, n in (("v1model", 64, 1500), ("tna", 16, 1500)):
         pps, gbps = bench(arch, lanes, n)
-        print(f"{arch:8s} INA (K={lanes:2d}, 8 workers): {pps:,.0f} packets/s in, "
-              f"{gbps * 1000:,.1f} Mb/s of gradient payload")
+        line = (f"{arch:8s} INA (K={lanes:2d}, 8 workers): python {pps:,.0f} packets/s in, "
+                f"{gbps * 1000:,.1f} Mb/s of gradient payload")
+        if arch == "v1model":
+            try:
+                cpps, cgbps = bench(arch, lanes, n, backend="c")
+                line += (f"; c {cpps:,.0f} packets/s, {cgbps * 1000:,.1f} Mb/s "
+                         f"({cpps / pps:.1f}x)")
+            except CompileError as e:
+                line += f"; c: not run ({e})"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ commands:
   serve-many CONFIG.json | --switch 'PROGRAM.p4 SERVE-ARGS...' ...   several switches, one process
   bfrt-json PROGRAM.p4 [-I DIR]... [-o FILE] [--fixed]         a TNA program's bf-rt.json
   compile PROGRAM.p4 [--arch ...] [-I DIR]...                 check a program, print the generated Python
+
+  stf, compile and serve take --backend {auto,python,c} (default $P4SIM_BACKEND, else python):
+  run the program in Python, compiled to C, or in C when it is fully supported (auto)
 """
 
 
@@ -92,12 +95,47 @@ def _bfrt_json_main(argv: list[str]) -> int:
     return 0
 
 
+def _take_backend_option(args: list[str]) -> list[str]:
+    """Remove ``--backend X`` / ``--backend=X`` from ``args`` and export it as
+    ``$P4SIM_BACKEND``."""
+    import os
+
+    from .runtime.native import BACKENDS
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--backend" or a.startswith("--backend="):
+            if a == "--backend":
+                if i + 1 >= len(args):
+                    raise ValueError("--backend needs a value (auto, python or c)")
+                value = args[i + 1]
+                i += 2
+            else:
+                value = a.split("=", 1)[1]
+                i += 1
+            if value not in BACKENDS:
+                raise ValueError(f"--backend must be one of {', '.join(BACKENDS)}, not {value!r}")
+            os.environ["P4SIM_BACKEND"] = value
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    if cmd in ("stf", "compile"):
+        # every Switch these commands build picks the backend up from the environment
+        try:
+            rest = _take_backend_option(rest)
+        except ValueError as e:
+            print(f"p4sim {cmd}: error: {e}", file=sys.stderr)
+            return 2
     if cmd == "stf":
         from .stf.runner import main as stf_main
         return stf_main(rest)

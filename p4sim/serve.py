@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impair", action="append", default=[], metavar="N:drop=P,delay=D,...",
                    help="impairment of one port, overriding the global ones (repeatable)")
     p.add_argument("--pcap-dir", default=None, help="write IFACE.pcap per port here")
+    p.add_argument("--backend", choices=["auto", "python", "c"], default=None,
+                   help="execute the program in Python (the reference), compiled to C, or C "
+                        "when possible (auto); default $P4SIM_BACKEND, else python")
     p.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error", "critical",
                             "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
@@ -146,7 +149,7 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
 
 
 def make_loader(*, program: str, arch: str, include_dirs: list[str], cpu_port: int | None,
-                seed: int) -> Callable[..., Any]:
+                seed: int, backend: str | None = None) -> Callable[..., Any]:
     """The ``loader`` of the P4Runtime server: compile a device config (P4 source, bytes or
     str) into a new Switch. It only builds the switch; the server commits it through
     ``on_switch_change`` (then the dataplane swaps). Raises ``P4SimError`` (CompileError) for a
@@ -165,7 +168,9 @@ def make_loader(*, program: str, arch: str, include_dirs: list[str], cpu_port: i
                 fh.write(text)
             new_prog = load_program(path, arch=arch, include_dirs=reload_includes)
         log.info("compiled a new pipeline (%d bytes of source)", len(text))
-        return Switch(new_prog, cpu_port=cpu_port, seed=seed)
+        # backend only when given, so that Switch stand-ins without it keep working
+        extra = {"backend": backend} if backend else {}
+        return Switch(new_prog, cpu_port=cpu_port, seed=seed, **extra)
 
     return loader
 
@@ -242,7 +247,9 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
             prog = load_program(args.program, arch=args.arch, include_dirs=include_dirs)
             if program_cache is not None:
                 program_cache[key] = prog
-        switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed)
+        backend = getattr(args, "backend", None)
+        extra = {"backend": backend} if backend else {}
+        switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed, **extra)
     except (P4SimError, OSError) as e:
         raise UsageError(f"cannot load {args.program}: {e}") from None
     except Exception as e:  # a compiler bug: still one clear line, details at debug level
@@ -262,7 +269,8 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
         raise UsageError(str(e)) from None
 
     loader = make_loader(program=args.program, arch=args.arch, include_dirs=include_dirs,
-                         cpu_port=args.cpu_port, seed=args.seed)
+                         cpu_port=args.cpu_port, seed=args.seed,
+                         backend=getattr(args, "backend", None))
 
     def on_switch_change(new_switch: Any) -> None:
         loop.set_switch(new_switch)  # atomic: later frames see the committed pipeline

@@ -42,6 +42,7 @@ class Register:
         self._sign = 1 << (bitwidth - 1) if bitwidth > 0 else 0
         self.initial = self._wrap(initial)
         self.values: list[int] = [self.initial] * size
+        self._shared_address: int | None = None      # see use_shared_storage
         # Bound once so callers may cache reg.write.
         self.write = self._write_signed if signed else self._write_unsigned
 
@@ -71,6 +72,29 @@ class Register:
     def reset(self) -> None:
         self.values[:] = [self.initial] * self.size
 
+    def use_shared_storage(self) -> int:
+        """Move the cells into a C array that compiled code reads and writes in place (the
+        C backend) and return its address. Cells up to 64 bits are one ``int64``/``uint64``
+        each; wider ones two 64-bit words, low word first. ``values`` keeps its list-like
+        interface (ints, signed as before), so the control plane and the Python runtime see
+        exactly what the data plane wrote, with no copying in either direction."""
+        import ctypes
+        if self._shared_address is not None:
+            return self._shared_address
+        old = list(self.values)
+        if self.bitwidth <= 64:
+            cell = ctypes.c_int64 if self.signed else ctypes.c_uint64
+            cells = (cell * max(1, self.size))()
+            cells[:self.size] = old
+            self.values = cells                      # type: ignore[assignment]
+            self._shared_address = ctypes.addressof(cells)
+            return self._shared_address
+        wide = _WideCells(self.size, self.bitwidth, self.signed)
+        wide[:] = old
+        self.values = wide                           # type: ignore[assignment]
+        self._shared_address = ctypes.addressof(wide.words)
+        return self._shared_address
+
     def cp_read(self, index: int) -> int:
         _check_index(self.name, self.size, index)
         return self.values[index]
@@ -85,6 +109,43 @@ class Register:
                 f"{self.name}: value {value!r} does not fit in "
                 f"{'int' if self.signed else 'bit'}<{self.bitwidth}>")
         self.values[index] = self._wrap(value)
+
+
+class _WideCells:
+    """Register cells wider than 64 bits (up to 128) in a C array of two 64-bit words per
+    cell, low word first, indexed like a list of ints."""
+
+    def __init__(self, size: int, bitwidth: int, signed: bool) -> None:
+        import ctypes
+        self.size = size
+        self.bitwidth = bitwidth
+        self.signed = signed
+        self.words = (ctypes.c_uint64 * max(2, 2 * size))()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> int:
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        v = self.words[2 * index] | (self.words[2 * index + 1] << 64)
+        if self.signed and v >> (self.bitwidth - 1):
+            v -= 1 << self.bitwidth
+        return v
+
+    def __setitem__(self, index: int | slice, value) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            for i, v in zip(range(*index.indices(self.size)), value, strict=True):
+                self[i] = v
+            return
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        v = value & ((1 << 128) - 1)
+        self.words[2 * index] = v & 0xFFFFFFFFFFFFFFFF
+        self.words[2 * index + 1] = v >> 64
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return (self[i] for i in range(self.size))
 
 
 class StructRegister:

@@ -4,6 +4,7 @@ See p4sim/API.md for the contract the STF runner, the P4Runtime server and the p
 """
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -59,8 +60,14 @@ class _TnaHash:
 
 class Switch:
     def __init__(self, program: "Program", cpu_port: int | None = None, seed: int = 0,
-                 now: Callable[[], float] = time.monotonic) -> None:
+                 now: Callable[[], float] = time.monotonic, backend: str | None = None) -> None:
+        """``backend``: "python" (the reference), "c" (the program compiled to C; an
+        unsupported program or no C compiler is a CompileError) or "auto" (C when possible,
+        else Python with one log line saying why); default ``$P4SIM_BACKEND``, else
+        :data:`p4sim.runtime.native.DEFAULT_BACKEND`."""
         self.program = program
+        native = self._native_program(program, backend)
+        self.backend = "c" if native is not None else "python"
         self.info: ProgramInfo = program.info
         self.cpu_port = cpu_port
         self.lock = threading.RLock()
@@ -77,6 +84,8 @@ class Switch:
         self._install_helpers(ns)
         for obj in program.compiled.objects:
             made = ns[obj.py_name] = self._make_object(obj.kind, obj.params)
+            if native is not None and obj.kind == "register":
+                made.use_shared_storage()       # before the Python code binds `values`
             if obj.kind in ("register", "struct_register"):
                 # generated code indexes the value list directly (see backend/externs.py)
                 ns[obj.py_name + "_values"] = made.values
@@ -86,14 +95,34 @@ class Switch:
             if obj.kind == "struct_register":      # its element class exists only now
                 ns[obj.py_name].bind_class(ns[obj.params["struct_class"]])
         self.ns = ns
-        if program.arch == "v1model":
+        if native is not None:
+            from .native import NativePipeline
+            self.pipeline: Any = NativePipeline(self, native)
+        elif program.arch == "v1model":
             from .v1model import V1ModelPipeline
-            self.pipeline: Any = V1ModelPipeline(self)
+            self.pipeline = V1ModelPipeline(self)
         else:
             from .tna import TnaPipeline
             self.pipeline = TnaPipeline(self)
 
     # ------------------------------------------------------------------ construction
+    @staticmethod
+    def _native_program(program: "Program", backend: str | None) -> Any:
+        """The program's C build when the chosen backend is (and can be) C, else None."""
+        from . import native
+        choice, explicit = native.resolve_backend(backend)
+        if choice == "python":
+            return None
+        try:
+            return native.load_native(program)
+        except (native.CUnsupported, native.NativeUnavailable) as e:
+            if choice == "c":
+                raise
+            level = logging.WARNING if explicit else logging.INFO
+            native.log.log(level, "p4sim: %s: using the Python backend: %s", program.path,
+                           getattr(e, "message", str(e)))
+            return None
+
     def _make_object(self, kind: str, p: dict[str, Any]) -> Any:
         if kind == "table":
             t = Table(self.info.tables[p["name"]], self.info.actions)

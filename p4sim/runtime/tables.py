@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from operator import and_
+from typing import Callable
 
 from p4sim import errors
 from p4sim.runtime.model import (ActionCall, ActionInfo, Exact, FieldMatch, KeyField, Lpm,
@@ -99,6 +100,11 @@ class Table:
         self._order: list[_Entry] = []
         self._field_sets: list[tuple] = []
         self._dirty = True
+        # Bumped on every data-plane-visible change (entries, actions, default action), so a
+        # compiled copy of the table (the C backend's snapshot) knows when to reload;
+        # on_change, when set, is told at once.
+        self.generation = 0
+        self.on_change: Callable[[], None] | None = None
 
         try:
             self._default_result = self._resolve_default(info.default_action)
@@ -184,13 +190,16 @@ class Table:
             handle.counter_packets += 1
             handle.counter_bytes += packet_length_bytes
 
-    def _rebuild_lpm(self) -> None:
+    def _lpm_groups_ordered(self) -> list[tuple[tuple[int, ...], tuple[int, dict[tuple[int, ...], _Entry]]]]:
         groups: dict[tuple[int, ...], tuple[int, dict[tuple[int, ...], _Entry]]] = {}
         for e in self._entries.values():
             groups.setdefault(e.masks, (e.rank, {}))[1][e.values] = e
         # Longest (total) prefix first; ties -- only possible with several lpm fields, which
         # bmv2 does not allow -- keep the order in which the prefix lengths first appeared.
-        ordered = sorted(groups.items(), key=lambda g: -g[1][0])
+        return sorted(groups.items(), key=lambda g: -g[1][0])
+
+    def _rebuild_lpm(self) -> None:
+        ordered = self._lpm_groups_ordered()
         if len(self._keys) == 1:             # see _lookup_lpm_single
             self._lpm_groups = [(masks[0], {v[0]: e for v, e in entries.items()})
                                 for masks, (_, entries) in ordered]
@@ -244,7 +253,30 @@ class Table:
         self._field_sets = field_sets
         self._dirty = False
 
+    def _bump(self) -> None:
+        self.generation += 1
+        if self.on_change is not None:
+            self.on_change()
+
+    def dataplane_plan(self) -> tuple[str, list[tuple[tuple[int, ...], list[_Entry]]], LookupResult]:
+        """How the data plane searches this table, for a compiled copy of it (the C backend):
+        ``("groups", [(masks, entries), ...], default)`` -- probe each group's masked key in
+        order, the first hit wins (exact tables are one group, lpm tables one group per
+        prefix length, longest first) -- or ``("priority", [([], entries best first)],
+        default)`` -- the first entry whose ternary masks and ranges all match wins. Entries
+        are the handles whose ``masks``, ``values``, ``ranges`` and ``result`` the lookups
+        here use, so both searches give the same answers."""
+        if self._keys and self.needs_priority:
+            return "priority", [((), sorted(self._entries.values(), key=_rank_order))], self._default_result
+        if not self._keys:
+            return "groups", [], self._default_result
+        if self._exact_only:
+            return "groups", [(tuple(self._full), list(self._entries.values()))], self._default_result
+        return ("groups", [(masks, list(entries.values())) for masks, (_, entries) in self._lpm_groups_ordered()],
+                self._default_result)
+
     def _changed(self, e: _Entry, added: bool) -> None:
+        self._bump()
         # Exact tables are updated in place (learning tables write while packets flow);
         # the other kinds rebuild lazily on the next lookup.
         if self._exact_only:
@@ -277,6 +309,7 @@ class Table:
         if self._exact_only:
             self._exact[e.values] = e.result
         # The other lookup structures hold the entry objects themselves: no rebuild needed.
+        self._bump()
 
     def delete(self, match: dict[str, FieldMatch], priority: int = 0) -> None:
         self._check_entries_writable("delete entries of")
@@ -334,6 +367,7 @@ class Table:
             raise errors.PermissionDenied(f"table {self.name}: the default action is const")
         self._default_result = self._resolve_default(call)
         self._default_call = ActionCall(call.name, dict(call.args))
+        self._bump()
 
     def reset_default(self) -> None:
         """Back to the P4 program's default action (P4Runtime MODIFY with no action)."""

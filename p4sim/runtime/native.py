@@ -1,0 +1,293 @@
+"""The native (C) backend: build the C translation of a v1model program and run packets in it.
+
+``load_native(program)`` generates C (p4sim/backend/cgen.py), compiles it with the system C
+compiler into a shared library cached under ``$P4SIM_CACHE_DIR`` (default
+``~/.cache/p4sim``) keyed by the SHA-256 of the source, the flags and the compiler's identity,
+and loads it with ctypes. :class:`NativePipeline` has V1ModelPipeline's
+``process(port, data)`` contract; one C call per unicast or dropped packet.
+
+Control-plane state stays in the Python objects: register cells live in C arrays that the
+Python ``Register`` exposes as its ``values`` (no copies), tables are compiled into a C
+snapshot whenever their ``generation`` changed, multicast groups are read from ``sw.pre``.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..backend.cgen import CProgram, CUnsupported, generate_c
+from ..errors import CompileError
+
+if TYPE_CHECKING:
+    from ..program import Program
+    from .switch import Switch
+    from .tables import Table
+
+log = logging.getLogger("p4sim.native")
+
+CFLAGS = ["-O2", "-shared", "-fPIC", "-fwrapv", "-Wall"]
+BACKENDS = ("auto", "python", "c")
+DEFAULT_BACKEND = "python"
+REPLICATION = 5            # v1model instance_type of a multicast copy
+_U64 = (1 << 64) - 1
+
+
+class NativeUnavailable(CompileError):
+    """No usable C toolchain (or the build failed): the Python backend must be used."""
+
+
+def resolve_backend(requested: str | None) -> tuple[str, bool]:
+    """The backend to use and whether it was asked for explicitly (argument or
+    ``$P4SIM_BACKEND``) rather than the default."""
+    choice = requested or os.environ.get("P4SIM_BACKEND") or ""
+    explicit = bool(choice)
+    choice = choice or DEFAULT_BACKEND
+    if choice not in BACKENDS:
+        raise CompileError(f"unknown backend '{choice}' (choose from {', '.join(BACKENDS)})")
+    return choice, explicit
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("P4SIM_CACHE_DIR") or Path.home() / ".cache" / "p4sim")
+
+
+def _compiler() -> tuple[str, str]:
+    """Path and identity (its --version banner) of the C compiler, or NativeUnavailable."""
+    cc = shutil.which(os.environ.get("CC") or "cc")
+    if cc is None:
+        raise NativeUnavailable("no C compiler found (cc; set $CC to choose one)")
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise NativeUnavailable(f"C compiler {cc} does not run: {e}") from None
+    return cc, (out.stdout.splitlines() or [""])[0]
+
+
+@dataclass
+class BuildResult:
+    path: Path
+    warnings: str          # the compiler's diagnostics when it was built here ("" from the cache)
+
+
+def build_shared_library(source: str) -> BuildResult:
+    """Compile ``source`` into a shared library, or reuse the cached one."""
+    cc, ident = _compiler()
+    key = hashlib.sha256("\0".join([source, " ".join(CFLAGS), ident]).encode()).hexdigest()
+    out_dir = cache_dir()
+    target = out_dir / f"p4sim-{key[:32]}.so"
+    if target.exists():
+        return BuildResult(target, "")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+            c_file = Path(tmp) / "program.c"
+            c_file.write_text(source)
+            so_tmp = Path(tmp) / "program.so"
+            r = subprocess.run([cc, *CFLAGS, "-o", str(so_tmp), str(c_file)],
+                               capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[:200])
+                raise NativeUnavailable(f"C compiler failed on the generated code: {first}")
+            os.replace(so_tmp, target)     # atomic: concurrent builders race harmlessly
+    except OSError as e:
+        raise NativeUnavailable(f"cannot build in {out_dir}: {e.strerror or e}") from None
+    except subprocess.TimeoutExpired:
+        raise NativeUnavailable("C compiler timed out") from None
+    return BuildResult(target, r.stderr)
+
+
+class NativeProgram:
+    """A loaded shared library for one program (shared by every Switch of that program)."""
+
+    def __init__(self, cprog: CProgram, build: BuildResult) -> None:
+        self.cprog = cprog
+        self.build = build
+        lib = ctypes.CDLL(str(build.path))
+        vp, u64, i64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64
+        pu64 = ctypes.POINTER(ctypes.c_uint64)
+        lib.p4_new.restype = vp
+        lib.p4_new.argtypes = []
+        lib.p4_free.restype = None
+        lib.p4_free.argtypes = [vp]
+        lib.p4_bind_register.restype = None
+        lib.p4_bind_register.argtypes = [vp, i64, vp]
+        lib.p4_table_load.restype = ctypes.c_int
+        lib.p4_table_load.argtypes = [vp, i64, i64, i64, i64, i64, vp, i64, vp, i64, vp]
+        lib.p4_process.restype = i64
+        lib.p4_process.argtypes = [vp, u64, ctypes.c_char_p, i64, vp, pu64]
+        lib.p4_ingress.restype = i64
+        lib.p4_ingress.argtypes = [vp, u64, ctypes.c_char_p, i64, u64, pu64]
+        lib.p4_egress.restype = i64
+        lib.p4_egress.argtypes = [vp, u64, u64, u64, u64, vp]
+        self.lib = lib
+
+
+def load_native(program: "Program") -> NativeProgram:
+    """The program's native build (generated and compiled once per Program object).
+    Raises CUnsupported or NativeUnavailable."""
+    cached = program.__dict__.get("_p4sim_native")
+    if isinstance(cached, Exception):
+        raise cached
+    if cached is not None:
+        return cached
+    try:
+        cprog = generate_c(program.compiled, program.path)
+        native = NativeProgram(cprog, build_shared_library(cprog.source))
+    except (CUnsupported, NativeUnavailable) as e:
+        program.__dict__["_p4sim_native"] = e
+        raise
+    except OSError as e:          # dlopen of a broken cache entry, for one
+        err = NativeUnavailable(f"cannot load the native build: {e}")
+        program.__dict__["_p4sim_native"] = err
+        raise err from None
+    program.__dict__["_p4sim_native"] = native
+    return native
+
+
+class NativePipeline:
+    """V1ModelPipeline's contract on the compiled C program."""
+
+    def __init__(self, sw: "Switch", native: NativeProgram) -> None:
+        self.sw = sw
+        self.native = native
+        lib = native.lib
+        self._lib = lib
+        self._handle = lib.p4_new()
+        if not self._handle:
+            raise MemoryError("p4_new")
+        self._finalizer = _Finalizer(lib, self._handle)
+        cprog = native.cprog
+        for spec in cprog.registers:
+            reg = sw.registers[spec.name]
+            lib.p4_bind_register(self._handle, spec.index, reg.use_shared_storage())
+        self._tables: list[tuple[int, "Table", int]] = []
+        for spec in cprog.tables:
+            self._tables.append((spec.index, sw.tables[spec.name], spec.max_args))
+            sw.tables[spec.name].on_change = self._mark_stale
+        self._loaded_gen: dict[int, int] = {}
+        self._stale = True
+        self._arg = ctypes.c_uint64(0)
+        self._argp = ctypes.pointer(self._arg)
+        self._out_size = 0
+        self._ensure_out(2048)
+        self._timestamps = cprog.reads_timestamps
+        self._process = lib.p4_process
+        self._ingress = lib.p4_ingress
+        self._egress = lib.p4_egress
+
+    def _mark_stale(self) -> None:
+        self._stale = True
+
+    def _ensure_out(self, frame_len: int) -> None:
+        need = frame_len + self.native.cprog.max_header_bytes + 64
+        if need > self._out_size:
+            size = max(need, 65536)
+            self._out = ctypes.create_string_buffer(size)
+            self._out_addr = ctypes.addressof(self._out)
+            self._out_size = size
+
+    # ------------------------------------------------------------------ tables
+    def _refresh_tables(self) -> None:
+        self._stale = False
+        for index, table, nargs in self._tables:
+            if self._loaded_gen.get(index) != table.generation:
+                self._load_table(index, table, nargs)
+                self._loaded_gen[index] = table.generation
+
+    def _load_table(self, index: int, table: "Table", nargs: int) -> None:
+        mode, groups, default = table.dataplane_plan()
+        nkeys = len(table.info.keys)
+        records = array("Q")
+        masks_out = array("Q")
+        pad = [0] * nargs
+        count = 0
+        for g, (masks, entries) in enumerate(groups):
+            masks_out.extend(masks)
+            for e in entries:
+                lo = [0] * nkeys
+                hi = [_U64] * nkeys
+                for pos, low, high in e.ranges:
+                    lo[pos], hi[pos] = low, high
+                action, args, _ = e.result
+                rec = [g, *e.values, *(e.masks if mode == "priority" else masks), *lo, *hi,
+                       action, *args, *pad[len(args):]]
+                records.extend(rec)
+                count += 1
+        d_action, d_args, _ = default
+        dargs = array("Q", [*d_args, *pad[len(d_args):]] or [0])
+        if not records:
+            records.append(0)
+        if not masks_out:
+            masks_out.append(0)
+        rc = self._lib.p4_table_load(
+            self._handle, index, 0 if mode == "groups" else 1, nkeys, nargs, count,
+            records.buffer_info()[0], len(groups) if mode == "groups" else 0,
+            masks_out.buffer_info()[0], d_action, dargs.buffer_info()[0])
+        if rc != 0:
+            raise MemoryError(f"loading table {table.name} into the native backend")
+
+    # ------------------------------------------------------------------ packets
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        if self._stale:
+            self._refresh_tables()
+        n = len(data)
+        if n + self.native.cprog.max_header_bytes + 64 > self._out_size:
+            self._ensure_out(n)
+        if self._timestamps:
+            return self._process_with_timestamps(port, data)
+        r = self._process(self._handle, port, data, n, self._out_addr, self._argp)
+        if r >= 0:
+            return [(self._arg.value, ctypes.string_at(self._out_addr, r))]
+        if r == -1:
+            return []
+        return self._replicate(self._arg.value)
+
+    def _now_us(self) -> int:
+        return int(self.sw.now() * 1e6) & 0xFFFFFFFFFFFF
+
+    def _process_with_timestamps(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        # The clock is read exactly where V1ModelPipeline reads it: once at ingress, once per
+        # egress copy.
+        decision = self._ingress(self._handle, port, data, len(data), self._now_us(), self._argp)
+        if decision == 0:
+            return []
+        if decision == 2:
+            return self._replicate(self._arg.value)
+        eport = self._arg.value
+        r = self._egress(self._handle, eport, 0, 0, self._now_us(), self._out_addr)
+        return [(eport, ctypes.string_at(self._out_addr, r))] if r >= 0 else []
+
+    def _replicate(self, group: int) -> list[tuple[int, bytes]]:
+        out = []
+        for eport, rid in self.sw.pre.multicast_replicas(group):
+            ts = self._now_us() if self._timestamps else 0
+            r = self._egress(self._handle, eport, rid, REPLICATION, ts, self._out_addr)
+            if r >= 0:
+                out.append((eport, ctypes.string_at(self._out_addr, r)))
+        return out
+
+
+class _Finalizer:
+    """Frees the C switch state when the pipeline goes away."""
+
+    def __init__(self, lib: ctypes.CDLL, handle: int) -> None:
+        self._free = lib.p4_free
+        self._handle = handle
+
+    def __del__(self) -> None:
+        if self._handle:
+            self._free(self._handle)
+            self._handle = 0
+
+
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "NativePipeline", "NativeProgram", "NativeUnavailable",
+           "build_shared_library", "load_native", "resolve_backend"]
