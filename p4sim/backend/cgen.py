@@ -723,7 +723,8 @@ class _Gen:
             raise self.fail(f"struct value {e.id}", e)
         if isinstance(e, pyast.Attribute):
             if isinstance(e.value, pyast.Name) and e.value.id == "_ctx" and e.attr == "std_meta":
-                return "(*p4sw->cur_sm)"
+                self.used_classes.add(self.sm_class())
+                return f"(*({self.sm_class()} *)p4sw->cur_sm)"
             return f"{self.struct_expr(e.value)}.{e.attr}"
         if isinstance(e, pyast.Call):
             if isinstance(e.func, pyast.Name) and e.func.id in self.classes and not e.args:

@@ -78,8 +78,9 @@ class BuildResult:
     warnings: str          # the compiler's diagnostics when it was built here ("" from the cache)
 
 
-def build_shared_library(source: str) -> BuildResult:
-    """Compile ``source`` into a shared library, or reuse the cached one."""
+def build_shared_library(source: str, origin: str | None = None) -> BuildResult:
+    """Compile ``source`` into a shared library, or reuse the cached one (``origin``: the
+    P4 program, named in errors)."""
     cc, ident = _compiler()
     key = hashlib.sha256("\0".join([source, " ".join(CFLAGS), ident]).encode()).hexdigest()
     out_dir = cache_dir()
@@ -96,12 +97,13 @@ def build_shared_library(source: str) -> BuildResult:
                                capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[:200])
-                raise NativeUnavailable(f"C compiler failed on the generated code: {first}")
+                raise NativeUnavailable(f"C compiler failed on the generated code: {first.strip()}",
+                                        origin)
             os.replace(so_tmp, target)     # atomic: concurrent builders race harmlessly
     except OSError as e:
-        raise NativeUnavailable(f"cannot build in {out_dir}: {e.strerror or e}") from None
+        raise NativeUnavailable(f"cannot build in {out_dir}: {e.strerror or e}", origin) from None
     except subprocess.TimeoutExpired:
-        raise NativeUnavailable("C compiler timed out") from None
+        raise NativeUnavailable("C compiler timed out", origin) from None
     return BuildResult(target, r.stderr)
 
 
@@ -141,7 +143,7 @@ def load_native(program: "Program") -> NativeProgram:
         return cached
     try:
         cprog = generate_c(program.compiled, program.path)
-        native = NativeProgram(cprog, build_shared_library(cprog.source))
+        native = NativeProgram(cprog, build_shared_library(cprog.source, program.path))
     except (CUnsupported, NativeUnavailable) as e:
         program.__dict__["_p4sim_native"] = e
         raise
