@@ -101,6 +101,7 @@ class CProgram:
 # The translator tracks what each Python name holds:
 INT = "int"                 # an integer or bool (C: i128)
 PKTIN, PKTOUT, BUF, ARGS, ENTRY = "pktin", "pktout", "buf", "args", "entry"
+RESULTS = "results:"        # results:N, the out/inout results of a P4 function (C: i128[N])
 
 
 def _ptr(cls: str) -> str:          # a reference to a struct object (C: CLS *)
@@ -121,6 +122,7 @@ class _Func:
     node: pyast.FunctionDef
     param_kinds: list[str] | None = None
     returns_value: bool = False
+    result_count: int = 0         # > 0: returns a tuple of that many ints (out/inout results)
     is_parser: bool = False
     locals: dict[str, str] = field(default_factory=dict)
 
@@ -339,6 +341,13 @@ class _Gen:
 
         def set_kind(name: str, kind: str, node: Any) -> None:
             prev = kinds.get(name)
+            # an int local may also take a generated function's value (`ret = f(...)`); if
+            # that function turns out to return results instead, emit_function refuses it
+            if prev is not None and prev.startswith("call:") and kind == INT:
+                return
+            if prev == INT and kind.startswith("call:"):
+                kinds[name] = kind
+                return
             if prev is not None and prev != kind:
                 # a struct value later referenced, or an int local re-assigned: only the same
                 # kind is allowed (C locals have one type)
@@ -360,7 +369,16 @@ class _Gen:
                         else:
                             raise self.fail("tuple assignment", s)
                     elif isinstance(tgt, pyast.Name):
+                        self.scan_calls(s.value, kinds, callees)
+                        v = s.value
+                        if (isinstance(v, pyast.Call) and isinstance(v.func, pyast.Name)
+                                and v.func.id in self.funcs):
+                            # the callee's shape is known only once it is typed: resolved in
+                            # emit_function (see results_kind)
+                            set_kind(tgt.id, "call:" + v.func.id, s)
+                            continue
                         set_kind(tgt.id, self.kind_of(s.value, kinds, for_local=True), s)
+                        continue
                     self.scan_calls(s.value, kinds, callees)
                 elif isinstance(s, pyast.AugAssign):
                     if isinstance(s.target, pyast.Name):
@@ -373,10 +391,19 @@ class _Gen:
                     visit(s.body)
                 elif isinstance(s, pyast.Try):
                     visit(s.body)
+                    for h in s.handlers:
+                        visit(h.body)
                 elif isinstance(s, pyast.Expr):
                     self.scan_calls(s.value, kinds, callees)
                 elif isinstance(s, pyast.Return) and s.value is not None:
-                    f.returns_value = True
+                    if isinstance(s.value, pyast.Tuple):
+                        if f.returns_value or (f.result_count and f.result_count != len(s.value.elts)):
+                            raise self.fail("a function returning results of several shapes", s)
+                        f.result_count = len(s.value.elts)
+                    else:
+                        if f.result_count:
+                            raise self.fail("a function returning results of several shapes", s)
+                        f.returns_value = True
                     self.scan_calls(s.value, kinds, callees)
                 for sub in pyast.walk(s) if isinstance(s, (pyast.Assign, pyast.Expr, pyast.If, pyast.Return)) else ():
                     if isinstance(sub, pyast.NamedExpr):
@@ -486,6 +513,8 @@ class _Gen:
         params = ["p4_switch_t *p4sw"]
         for name, kind in zip(f.params, f.param_kinds or []):  # type: ignore[attr-defined]
             params.append(f"{self.c_decl_type(kind, f.node)}{name}")
+        if f.result_count:
+            params.append("i128 *_results")
         ret = "i128" if f.returns_value else "void"
         return f"static {ret} {f.name}({', '.join(params)})"
 
@@ -498,17 +527,31 @@ class _Gen:
         if kind.startswith("val:"):
             self.used_classes.add(kind[4:])
             return f"{kind[4:]} "
+        if kind.startswith(RESULTS):
+            return "i128 "
         return {PKTIN: "p4_pktin_t *", PKTOUT: "p4_pktout_t *", BUF: "const uint8_t *",
                 ARGS: "const uint64_t *", ENTRY: "int64_t "}[kind]
 
     def emit_function(self, f: _Func, proto: str) -> str:
         self.f = f
         self.kinds = dict(zip(f.params, f.param_kinds or []))  # type: ignore[attr-defined]
+        for name, kind in list(f.locals.items()):
+            if kind.startswith("call:"):
+                callee = self.funcs[kind[5:]]
+                if callee.result_count:
+                    f.locals[name] = f"{RESULTS}{callee.result_count}"
+                elif callee.returns_value:
+                    f.locals[name] = INT
+                else:
+                    raise self.fail(f"the value of {callee.name}, which returns none", f.node)
         self.kinds.update(f.locals)
         self.try_labels: list[str] = []
         self.used_labels: set[str] = set()
         lines = [proto + " {"]
         for name, kind in f.locals.items():
+            if kind.startswith(RESULTS):
+                lines.append(f"    i128 {name}[{kind[len(RESULTS):]}] = {{0}};")
+                continue
             init = " = 0" if kind in (INT, ENTRY) else " = 0" if kind in (BUF, ARGS) else ""
             if kind.startswith("ptr:") or kind == PKTIN or kind == PKTOUT:
                 init = " = 0"
@@ -524,6 +567,14 @@ class _Gen:
 
     def w(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+
+    def ret_stmt(self) -> str:
+        return "return 0;" if self.f.returns_value else "return;"
+
+    def after_call(self) -> str:
+        """What follows a call of a generated function: an error returns at once, an `exit`
+        goes on to the enclosing handler."""
+        return f"if (p4sw->exit_flag) {{ if (p4sw->exit_flag == 2) {self.ret_stmt()} {self.exit_jump()} }}"
 
     def exit_jump(self) -> str:
         if self.try_labels:
@@ -566,7 +617,9 @@ class _Gen:
                 self.w(d, "return 0;" if self.f.returns_value else "return;")
             else:
                 if isinstance(s.value, pyast.Tuple):
-                    raise self.fail("a function with out/inout results", s)
+                    parts = [f"_results[{i}] = {self.expr(x)};" for i, x in enumerate(s.value.elts)]
+                    self.w(d, "{ " + " ".join(parts) + " return; }")
+                    return
                 self.w(d, f"return {self.expr(s.value)};")
         elif isinstance(s, pyast.Try):
             self.try_stmt(s, d)
@@ -578,19 +631,36 @@ class _Gen:
             raise self.fail(f"statement {type(s).__name__}", s)
 
     def try_stmt(self, s: pyast.Try, d: int) -> None:
+        """``try: ... except ExitBlock: HANDLER`` -- an `exit` in the body jumps to the
+        handler (the out/inout copy-out of the actions it leaves), which ends with a bare
+        ``raise`` (the exit goes on) or not (the exit stops here)."""
         ok = (len(s.handlers) == 1 and not s.orelse and not s.finalbody
-              and isinstance(s.handlers[0].type, pyast.Name) and s.handlers[0].type.id == "ExitBlock"
-              and all(isinstance(x, pyast.Pass) for x in s.handlers[0].body))
+              and isinstance(s.handlers[0].type, pyast.Name) and s.handlers[0].type.id == "ExitBlock")
         if not ok:
             raise self.fail("exception handling other than `exit`", s)
+        handler = [x for x in s.handlers[0].body if not isinstance(x, pyast.Pass)]
+        reraise = bool(handler) and isinstance(handler[-1], pyast.Raise) and handler[-1].exc is None
+        if reraise:
+            handler = handler[:-1]
+        if any(isinstance(n, pyast.Raise) and n.exc is None for x in handler for n in pyast.walk(x)):
+            raise self.fail("a re-raise inside an exit handler", s)
         label = self.tmp("exit")
+        done = self.tmp("done")
         self.try_labels.append(label)
         self.w(d, "{")
         self.stmts(s.body, d + 1)
         self.w(d, "}")
         self.try_labels.pop()
-        if label in self.used_labels:       # an `exit` inside: stop propagating it here
-            self.w(d, f"{label}: p4sw->exit_flag = 0;")
+        if label not in self.used_labels:    # no `exit` inside: nothing to handle
+            return
+        self.w(d, f"goto {done};")
+        self.w(d, f"{label}: p4sw->exit_flag = 0;")
+        self.w(d, "{")
+        self.stmts(handler, d + 1)
+        if reraise:
+            self.w(d + 1, f"{{ p4sw->exit_flag = 1; {self.exit_jump()} }}")
+        self.w(d, "}")
+        self.w(d, f"{done}: ;")
 
     def raise_stmt(self, s: pyast.Raise, d: int) -> None:
         exc = s.exc
@@ -604,9 +674,25 @@ class _Gen:
             self.w(d, f"{{ p4sw->rejected = 1; p4sw->reject_code = {self.expr(exc.args[0])}; "
                       f"{pkt}->off = (int64_t)({self.expr(exc.args[1])}); return; }}")
             return
+        if name == "DataplaneError" and isinstance(exc, pyast.Call) and len(exc.args) == 1 \
+                and isinstance(exc.args[0], pyast.Constant) and isinstance(exc.args[0].value, str):
+            # the Python backend raises this out of process(): the C pipeline returns an error
+            # and the caller raises the same DataplaneError
+            msg = exc.args[0].value.replace("\\", "\\\\").replace('"', '\\"')
+            self.w(d, f'{{ p4sw->exit_flag = 2; p4sw->error = "{msg}"; {self.ret_stmt()} }}')
+            return
         raise self.fail(f"raising {name or 'an exception'}", s)
 
     def assign(self, s: pyast.Assign, d: int) -> None:
+        self.assign_inner(s, d)
+        tgt = s.targets[0]
+        kind = self.kinds.get(tgt.id, "") if isinstance(tgt, pyast.Name) else ""
+        if not kind.startswith(RESULTS) and any(
+                isinstance(n, pyast.Call) and isinstance(n.func, pyast.Name) and n.func.id in self.funcs
+                for n in pyast.walk(s.value)):
+            self.w(d, self.after_call())
+
+    def assign_inner(self, s: pyast.Assign, d: int) -> None:
         tgt = s.targets[0]
         v = s.value
         if isinstance(tgt, pyast.Tuple):
@@ -637,6 +723,11 @@ class _Gen:
             return
         if isinstance(tgt, pyast.Name):
             kind = self.kinds.get(tgt.id, INT)
+            if kind.startswith(RESULTS):
+                call = self.call_generated(v)  # type: ignore[arg-type]
+                self.w(d, f"{call[:-1]}, {tgt.id});")
+                self.w(d, self.after_call())
+                return
             if kind == BUF:
                 self.w(d, f"{tgt.id} = {self.f.params[0]}->buf;")  # type: ignore[attr-defined]
                 return
@@ -663,7 +754,7 @@ class _Gen:
             fn = e.func
             if isinstance(fn, pyast.Name) and fn.id in self.funcs:
                 self.w(d, f"{self.call_generated(e)};")
-                self.w(d, f"if (p4sw->exit_flag) {self.exit_jump()}")
+                self.w(d, self.after_call())
                 return
             if isinstance(fn, pyast.Attribute) and fn.attr == "append":
                 base = fn.value
@@ -866,6 +957,8 @@ class _Gen:
                 return v
             ct = "int64_t" if reg.signed else "uint64_t"
             return f"((i128)(({ct} *)p4sw->regs[{reg.index}])[{ix}])"
+        if isinstance(e.value, pyast.Name) and self.kinds.get(e.value.id, "").startswith(RESULTS):
+            return f"{e.value.id}[{self.expr(e.slice)}]"
         if isinstance(e.value, pyast.Name) and self.kinds.get(e.value.id) == ARGS:
             return f"((i128){e.value.id}[{self.expr(e.slice)}])"
         raise self.fail(f"subscript `{pyast.unparse(e)[:60]}`", e)
@@ -1004,7 +1097,8 @@ class _Gen:
             out = []
             for (_, _, t), kind in zip(blk.params, self.funcs[blk.py_func].param_kinds or []):
                 out.append(args[kind])
-            return f"{blk.py_func}(sw, {', '.join(out)}); sw->exit_flag = 0;"
+            return (f"{blk.py_func}(sw, {', '.join(out)}); "
+                    f"if (sw->exit_flag == 2) return P4_ERROR; sw->exit_flag = 0;")
 
         ing = {_ptr(hdr_t): "&st->hdr", _ptr(meta_t): "&st->meta", _ptr(sm_t): "&st->sm", PKTIN: "&pkt"}
         eg = {_ptr(hdr_t): "&st.hdr", _ptr(meta_t): "&st.meta", _ptr(sm_t): "&st.sm", PKTOUT: "&pout"}
@@ -1040,7 +1134,7 @@ int64_t p4_ingress(p4_switch_t *sw, uint64_t port, const uint8_t *data, int64_t 
 }}
 
 /* Egress of one copy of the packet that ingress left (egress, computeChecksum, deparser).
-   Returns the frame length written to out, or -1 when egress dropped it. */
+   Returns the frame length written to out, -1 when egress dropped it, P4_ERROR. */
 int64_t p4_egress(p4_switch_t *sw, uint64_t eport, uint64_t rid, uint64_t instance_type,
                   uint64_t timestamp, uint8_t *out) {{
     p4_state_t st = *(p4_state_t *)sw->state;
@@ -1067,6 +1161,7 @@ int64_t p4_egress(p4_switch_t *sw, uint64_t eport, uint64_t rid, uint64_t instan
 int64_t p4_process(p4_switch_t *sw, uint64_t port, const uint8_t *data, int64_t len,
                    uint8_t *out, uint64_t *arg) {{
     int64_t r = p4_ingress(sw, port, data, len, 0, arg);
+    if (r == P4_ERROR) return P4_ERROR;
     if (r == P4_DROP) return -1;
     if (r == P4_MULTICAST) return -2;
     return p4_egress(sw, *arg, 0, 0, 0, out);
@@ -1149,6 +1244,7 @@ typedef unsigned __int128 u128;
 #define P4_DROP 0
 #define P4_UNICAST 1
 #define P4_MULTICAST 2
+#define P4_ERROR (-3)                    /* a DataplaneError: see p4_error() */
 
 typedef struct p4_pktin_t { const uint8_t *buf; int64_t len; int64_t off; } p4_pktin_t;
 typedef struct p4_pktout_t { uint8_t *buf; int64_t len; } p4_pktout_t;
@@ -1282,9 +1378,12 @@ typedef struct p4_switch_t {
     int64_t packet_length;
     const uint8_t *payload;
     int64_t payload_len;
-    int exit_flag, rejected;
+    int exit_flag, rejected;             /* exit_flag: 1 `exit` under way, 2 a DataplaneError */
     int64_t reject_code;
+    const char *error;                   /* the DataplaneError's message */
 } p4_switch_t;
+
+const char *p4_error(p4_switch_t *sw) { return sw->error ? sw->error : ""; }
 
 static inline int64_t p4_table_lookup(p4_table_t *t, const uint64_t *key, const uint64_t **args, int64_t *entry);
 

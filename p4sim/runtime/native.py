@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..backend.cgen import CProgram, CUnsupported, generate_c
 from ..errors import CompileError
+from .rt import DataplaneError
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -38,6 +39,7 @@ CFLAGS = ["-O2", "-shared", "-fPIC", "-fwrapv", "-Wall"]
 BACKENDS = ("auto", "python", "c")
 DEFAULT_BACKEND = "python"
 REPLICATION = 5            # v1model instance_type of a multicast copy
+ERROR = -3                 # P4_ERROR of the generated C: the program raised a DataplaneError
 _U64 = (1 << 64) - 1
 
 
@@ -130,6 +132,8 @@ class NativeProgram:
         lib.p4_ingress.argtypes = [vp, u64, ctypes.c_char_p, i64, u64, pu64]
         lib.p4_egress.restype = i64
         lib.p4_egress.argtypes = [vp, u64, u64, u64, u64, vp]
+        lib.p4_error.restype = ctypes.c_char_p
+        lib.p4_error.argtypes = [vp]
         self.lib = lib
 
 
@@ -251,7 +255,13 @@ class NativePipeline:
             return [(self._arg.value, ctypes.string_at(self._out_addr, r))]
         if r == -1:
             return []
+        if r == ERROR:
+            self._raise()
         return self._replicate(self._arg.value)
+
+    def _raise(self) -> None:
+        # what the Python backend raises at the same point of the program
+        raise DataplaneError(self._lib.p4_error(self._handle).decode())
 
     def _now_us(self) -> int:
         return int(self.sw.now() * 1e6) & 0xFFFFFFFFFFFF
@@ -260,12 +270,16 @@ class NativePipeline:
         # The clock is read exactly where V1ModelPipeline reads it: once at ingress, once per
         # egress copy.
         decision = self._ingress(self._handle, port, data, len(data), self._now_us(), self._argp)
+        if decision == ERROR:
+            self._raise()
         if decision == 0:
             return []
         if decision == 2:
             return self._replicate(self._arg.value)
         eport = self._arg.value
         r = self._egress(self._handle, eport, 0, 0, self._now_us(), self._out_addr)
+        if r == ERROR:
+            self._raise()
         return [(eport, ctypes.string_at(self._out_addr, r))] if r >= 0 else []
 
     def _replicate(self, group: int) -> list[tuple[int, bytes]]:
@@ -273,6 +287,8 @@ class NativePipeline:
         for eport, rid in self.sw.pre.multicast_replicas(group):
             ts = self._now_us() if self._timestamps else 0
             r = self._egress(self._handle, eport, rid, REPLICATION, ts, self._out_addr)
+            if r == ERROR:
+                self._raise()
             if r >= 0:
                 out.append((eport, ctypes.string_at(self._out_addr, r)))
         return out
