@@ -14,7 +14,7 @@ commands:
   bfrt-json PROGRAM.p4 [-I DIR]... [-o FILE] [--fixed]         a TNA program's bf-rt.json
   compile PROGRAM.p4 [--arch ...] [-I DIR]...                 check a program, print the generated Python
 
-  stf, compile and serve take --backend {auto,python,c} (default $P4SIM_BACKEND, else python):
+  stf, compile and serve take --backend {auto,python,c} (default $P4SIM_BACKEND, else auto):
   run the program in Python, compiled to C, or in C when it is fully supported (auto)
 """
 

@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pcap-dir", default=None, help="write IFACE.pcap per port here")
     p.add_argument("--backend", choices=["auto", "python", "c"], default=None,
                    help="execute the program in Python (the reference), compiled to C, or C "
-                        "when possible (auto); default $P4SIM_BACKEND, else python")
+                        "when possible (auto); default $P4SIM_BACKEND, else auto")
     p.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error", "critical",
                             "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])

@@ -276,6 +276,13 @@ def test_no_compiler_means_python(monkeypatch: pytest.MonkeyPatch) -> None:
         Switch(load_program(str(BENCH / "registers64.p4")), backend="c")
 
 
+@needs_cc
+def test_default_is_c_where_supported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("P4SIM_BACKEND", raising=False)
+    assert Switch(load_program(str(BENCH / "registers64.p4"))).backend == "c"
+    assert Switch(load_program(str(ROOT / "p4src" / "tna" / "ina.p4"), arch="tna")).backend == "python"
+
+
 def test_backend_from_environment_and_bad_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("P4SIM_BACKEND", "python")
     assert Switch(load_program(str(BENCH / "registers64.p4"))).backend == "python"

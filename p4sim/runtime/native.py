@@ -37,7 +37,7 @@ log = logging.getLogger("p4sim.native")
 
 CFLAGS = ["-O2", "-shared", "-fPIC", "-fwrapv", "-Wall"]
 BACKENDS = ("auto", "python", "c")
-DEFAULT_BACKEND = "python"
+DEFAULT_BACKEND = "auto"       # C where supported (identical outputs), else Python
 REPLICATION = 5            # v1model instance_type of a multicast copy
 ERROR = -3                 # P4_ERROR of the generated C: the program raised a DataplaneError
 _U64 = (1 << 64) - 1
