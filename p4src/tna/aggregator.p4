@@ -25,7 +25,7 @@ const bit<8> ROUND_OLDER   = 2;   // the packet is from a finished round
 // field agg_index (bf-p4c refuses a hash or an expression as a register index). Applied for
 // every INA packet before the job lookup gates the aggregator, so the chain starts early.
 control InaAggIndex(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
-    Hash<bit<16>>(HashAlgorithm_t.CRC32) agg_hash;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) agg_hash;
 
     action compute_agg_hash() {
         meta.agg_hash = agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
@@ -37,7 +37,7 @@ control InaAggIndex(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         meta.agg_offset = meta.agg_hash & meta.pool_mask;
     }
     action compute_agg_index() {
-        meta.agg_index = meta.pool_base + (bit<32>) meta.agg_offset;
+        meta.agg_index = meta.pool_base + meta.agg_offset;
     }
 
     apply {
@@ -96,9 +96,17 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority. The
     // stateful ALU has no shift, so the contest only reads the priority; the MAU compares it and
     // computes the half, and a resubmitted pass writes it (compare-and-set, below).
+    // It answers 0 when the packet wins (its priority is above the holder's) and the holder's
+    // priority otherwise: a gateway cannot order two fields, the stateful ALU can. A loss that
+    // reads 0 only happens to a packet of priority 0, so "0 and a packet priority above 0" is a
+    // win, any other 0 a loss to a holder of priority 0.
     RegisterAction<bit<8>, bit<32>, bit<8>>(agg_priority) agg_priority_contest = {
         void apply(inout bit<8> value, out bit<8> rv) {
-            rv = value;
+            if (value < hdr.ina.priority) {
+                rv = 0;
+            } else {
+                rv = value;
+            }
         }
     };
     // Second pass of a failed contest: halve only if the priority is still the one the contest
@@ -164,15 +172,25 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     };
     INA_FOR_EACH_LANE(LANE_STATE)
 
-#define LANE_EXCHANGE(i) hdr.lanes.v##i = lane_##i##_exchange.execute(meta.agg_index);
-#define LANE_ADD(i)      lane_##i##_add.execute(meta.agg_index);
-#define LANE_TAKE(i)     hdr.lanes.v##i = lane_##i##_take.execute(meta.agg_index);
-    action lanes_exchange() { INA_FOR_EACH_LANE(LANE_EXCHANGE) }
-    action lanes_add()      { INA_FOR_EACH_LANE(LANE_ADD) }
-    action lanes_take()     { INA_FOR_EACH_LANE(LANE_TAKE) }
+    // One action per lane and operation: a Tofino action drives at most one stateful ALU
+    // output, and each lane's register sits in whichever stage the compiler places it.
+#define LANE_ACTIONS(i)                                                                \
+    action lane_##i##_exchange_op() { hdr.lanes.v##i = lane_##i##_exchange.execute(meta.agg_index); } \
+    action lane_##i##_add_op()      { lane_##i##_add.execute(meta.agg_index); }     \
+    action lane_##i##_take_op()     { hdr.lanes.v##i = lane_##i##_take.execute(meta.agg_index); }
+    INA_FOR_EACH_LANE(LANE_ACTIONS)
+#define LANE_EXCHANGE(i) lane_##i##_exchange_op();
+#define LANE_ADD(i)      lane_##i##_add_op();
+#define LANE_TAKE(i)     lane_##i##_take_op();
+
+    // count >= fan_in as a test against a constant (gateways cannot order two fields)
+    action count_missing() {
+        meta.missing = hdr.ina.fan_in |-| hdr.ina.count;
+    }
 
     apply {
-        if (meta.op == INA_OP_NONE && meta.releasing == 0 && hdr.ina.count >= hdr.ina.fan_in
+        count_missing();
+        if (meta.op == INA_OP_NONE && meta.releasing == 0 && meta.missing == 0
                 && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
             meta.verdict = INA_COMPLETE;
             return;
@@ -227,7 +245,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 agg_remaining_exchange.execute(meta.agg_index);
                 agg_fan_in_exchange.execute(meta.agg_index);
                 agg_ps_addr_exchange.execute(meta.agg_index);
-                lanes_exchange();
+                INA_FOR_EACH_LANE(LANE_EXCHANGE)
                 meta.verdict = INA_ABSORB;
                 return;
             }
@@ -245,7 +263,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                     return;
                 }
                 bit<8> done = agg_remaining_consume.execute(meta.agg_index);
-                lanes_add();
+                INA_FOR_EACH_LANE(LANE_ADD)
                 if (done == 1) {
                     meta.verdict = INA_RESUBMIT;
                     meta.resubmit.op = INA_OP_TAKE;
@@ -256,8 +274,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             }
             // collision with another key
             if (meta.preemption == 1) {
-                bit<8> held = agg_priority_contest.execute(meta.agg_index);
-                if (hdr.ina.priority > held) {
+                bit<8> held = agg_priority_contest.execute(meta.agg_index);   // 0: a win
+                if (held == 0 && hdr.ina.priority != 0) {
                     meta.verdict = INA_RESUBMIT;
                     meta.resubmit.op = INA_OP_SWAP;
                     return;
@@ -314,7 +332,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
             bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
             bit<32> ps_addr = agg_ps_addr_exchange.execute(meta.agg_index);
-            lanes_take();
+            INA_FOR_EACH_LANE(LANE_TAKE)
             if (meta.op == INA_OP_TAKE) {
                 hdr.ina.bitmap = bitmap;
                 hdr.ina.worker_id = INA_WORKER_AGGREGATE;
@@ -349,7 +367,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
             bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
             hdr.ipv4.dst_addr = agg_ps_addr_exchange.execute(meta.agg_index);
-            lanes_exchange();
+            INA_FOR_EACH_LANE(LANE_EXCHANGE)
             hdr.ina.job_id = old_hi[31:16];
             hdr.ina.submodel_id = old_hi[15:0];
             hdr.ina.count = fan_in - remaining;

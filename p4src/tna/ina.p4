@@ -94,7 +94,7 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
     action aggregate(bit<32> pool_base, bit<16> pool_mask) {
         meta.pool_base = pool_base;
-        meta.pool_mask = pool_mask;
+        meta.pool_mask = (bit<32>) pool_mask;
     }
     action job_config(bit<1> preemption, bit<1> hold_until_result) {
         meta.job_known = 1;
@@ -105,7 +105,7 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.releasing = 1;
         meta.agg_node = node_id;
         meta.pool_base = pool_base;
-        meta.pool_mask = pool_mask;
+        meta.pool_mask = (bit<32>) pool_mask;
     }
     action to_node(bit<16> next_node, bit<8> next_fan_in) {
         hdr.ina.node_id = next_node;
@@ -285,13 +285,18 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
         hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
     }
 
-    // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed
-    // (one small gateway per lane; egress has the free stages).
+    // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed.
+    // One gateway per lane, each marking its own bit, all in one stage; then one test of the
+    // bits (gateways writing the flags field itself would run one after the other).
 #define LANE_SATURATED(i) \
-    if (hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1) { flag_overflow(); }
+    if (hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1) { meta.saturated[i:i] = 1; }
     apply {
         if (hdr.lanes.isValid() && hdr.ina.worker_id == INA_WORKER_AGGREGATE) {
+            meta.saturated = 0;
             INA_FOR_EACH_LANE(LANE_SATURATED)
+            if (meta.saturated != 0) {
+                flag_overflow();
+            }
         }
         if (hdr.ina.isValid() && eg_intr_md.egress_rid != 0) {
             result_rewrite.apply();

@@ -27,17 +27,18 @@ struct ina_ig_metadata_t {
     bit<8>  op;
     bit<8>  pipe;
     bit<32> pool_base;
-    bit<16> pool_mask;
+    bit<32> pool_mask;             // the action's 16-bit mask, widened: every index operand is 32 bits
     bit<1>  job_known;
     bit<1>  preemption;
     bit<1>  hold;
     bit<1>  releasing;
     bit<16> agg_node;
     bit<3>  verdict;
+    bit<8>  missing;               // fan_in |-| count: 0 when the packet is already complete
     bit<1>  last_level;
     bit<16> result_group;
-    bit<16> agg_hash;              // CRC32 of the key (its own field: Tofino's hash unit)
-    bit<16> agg_offset;            // agg_hash & pool_mask
+    bit<32> agg_hash;              // CRC32 of the key (its own field: Tofino's hash unit)
+    bit<32> agg_offset;            // agg_hash & pool_mask
     bit<32> agg_index;             // pool_base + agg_offset: a plain field, every register's index
     bit<32> dup_bits;              // bitmap bits the aggregator already held (duplicate test)
     bit<32> key_hi;                // job ++ submodel
@@ -58,6 +59,8 @@ struct ina_ig_metadata_t {
     bit<16> ecmp_member;
 }
 
-struct ina_eg_metadata_t { }
+struct ina_eg_metadata_t {
+    bit<INA_LANES> saturated;      // bit i: lane i of an aggregate sits at a saturation bound
+}
 
 #endif
