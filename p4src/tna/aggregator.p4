@@ -183,6 +183,25 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
 #define LANE_ADD(i)      lane_##i##_add_op();
 #define LANE_TAKE(i)     lane_##i##_take_op();
 
+    // ina_level's answer (looked up early into metadata): a complete aggregate or a collided
+    // fragment moves to the next node (to_node) or, complete at the last level, becomes a
+    // result (RESULT; a multicast group if one was chosen).
+    action level_up() {
+        hdr.ina.node_id = meta.next_node;
+        hdr.ina.fan_in = meta.next_fan_in;
+    }
+    action collide() {
+        hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
+        hdr.ina.node_id = meta.next_node;
+        hdr.ina.fan_in = meta.next_fan_in;
+    }
+    action level_up_complete() {
+        hdr.ina.node_id = meta.next_node;
+        hdr.ina.fan_in = meta.next_fan_in;
+        hdr.ina.flags = hdr.ina.flags | meta.result_flag;
+        meta.mcast_group = meta.result_group;
+    }
+
     // count >= fan_in as a test against a constant (gateways cannot order two fields)
     action count_missing() {
         meta.missing = hdr.ina.fan_in |-| hdr.ina.count;
@@ -193,6 +212,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         if (meta.op == INA_OP_NONE && meta.releasing == 0 && meta.missing == 0
                 && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
             meta.verdict = INA_COMPLETE;
+            level_up_complete();
             return;
         }
         meta.verdict = INA_PASS;
@@ -210,6 +230,10 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                             meta.resubmit.op = INA_OP_DRAIN;
                         }
                     }
+                }
+                if (meta.verdict == INA_PASS && meta.releasing == 0
+                        && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
+                    level_up();                 // a collided reminder that found nothing here
                 }
                 return;
             }
@@ -272,32 +296,33 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 }
                 return;
             }
-            // collision with another key
+            // collision with another key (if/else rather than early returns: each return
+            // costs the back end a gateway stage on the longest chain)
             if (meta.preemption == 1) {
                 bit<8> held = agg_priority_contest.execute(meta.agg_index);   // 0: a win
                 if (held == 0 && hdr.ina.priority != 0) {
                     meta.verdict = INA_RESUBMIT;
                     meta.resubmit.op = INA_OP_SWAP;
-                    return;
-                }
-                if (held != 0) {
+                } else if (held != 0) {
                     // ESA's downgrade: the holder's priority is halved, written by the second
                     // pass, which also sends the packet on flagged COLLISION (0 stays 0: no pass)
                     meta.verdict = INA_RESUBMIT;
                     meta.resubmit.op = INA_OP_DOWNGRADE;
                     meta.resubmit.prio_seen = held;
                     meta.resubmit.prio_next = held >> 1;
-                    return;
+                } else {
+                    collide();
                 }
+            } else {
+                collide();
             }
-            hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
             return;
         }
 
         // ---- second pass (resubmitted) ----
         if (meta.op == INA_OP_DOWNGRADE) {
             agg_priority_downgrade.execute(meta.agg_index);
-            hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
+            collide();
             return;
         }
         if (meta.op == INA_OP_UNMERGE) {
@@ -338,6 +363,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 hdr.ina.worker_id = INA_WORKER_AGGREGATE;
                 hdr.ina.count = hdr.ina.fan_in;
                 meta.verdict = INA_COMPLETE;
+                level_up_complete();
             } else if (bitmap != 0xFFFFFFFF) {
                 hdr.ina.bitmap = bitmap;
                 hdr.ina.worker_id = INA_WORKER_AGGREGATE;
@@ -348,9 +374,15 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
             }
             // (a reminder that met a held, already complete aggregator only freed it)
+            if (meta.op == INA_OP_DRAIN && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
+                level_up();
+            }
             return;
         }
         if (meta.op == INA_OP_SWAP) {
+            // the evicted partial never collided: a COLLISION flag stays with the arriving
+            // packet (cleared first, in its own action: one ALU operation per field and stage)
+            hdr.ina.flags = hdr.ina.flags & ~INA_FLAG_COLLISION;
             meta.new_key_hi = meta.key_hi;
             meta.new_key_lo = meta.key_lo;
             meta.new_round = hdr.ina.round;

@@ -2,27 +2,31 @@
 #ifndef _INA_TNA_FORWARDING_P4_
 #define _INA_TNA_FORWARDING_P4_
 
+// The lookups (InaForwarding) only write metadata and run in parallel: ina_route and ipv4_lpm
+// both look, and InaForwardingOutput applies the one that wins (an explicit route, else the
+// LPM/ECMP next hop) at the end of ingress. Their keys are the packet's fields as the
+// aggregator left them, so they sit right after the last stage that changes those.
 control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
-                      in PortId_t ingress_port,
-                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-                      inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+                      in PortId_t ingress_port) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) ecmp_hash;
 
     action drop() {
-        ig_dprsr_md.drop_ctl = 1;
+        meta.nhop_drop = 1;
     }
     action set_nhop(PortId_t port, mac_addr_t dmac) {
-        ig_tm_md.ucast_egress_port = port;
-        hdr.ethernet.dst_addr = dmac;
-        meta.routed = 1;
+        meta.nhop_port = port;
+        meta.nhop_dmac = dmac;
     }
     action route(PortId_t port, mac_addr_t dmac) {
-        set_nhop(port, dmac);
+        meta.routed = 1;
+        meta.route_port = port;
+        meta.route_dmac = dmac;
     }
     // Tofino has no modulo: groups have 2^n members and the hash is masked.
     action ecmp(bit<16> group, bit<16> mask) {
+        meta.ecmp = 1;
         meta.ecmp_group = group;
-        meta.ecmp_mask = mask;
+        meta.ecmp_member = meta.ecmp_hash & mask;
     }
 
     table ina_route {
@@ -56,25 +60,53 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     }
 
     apply {
-        if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
-            drop();
-            return;
-        }
-        if (hdr.ina.isValid()) {
-            ina_route.apply();
-        }
-        if (meta.routed == 0) {
+        if (hdr.ipv4.isValid()) {
+            // the hash unit writes its own field; ipv4_lpm's ecmp action masks it
+            meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                             hdr.ipv4.protocol, hdr.udp.src_port,
+                                             hdr.udp.dst_port });
+            if (hdr.ina.isValid()) {
+                ina_route.apply();
+            }
             ipv4_lpm.apply();
-            if (meta.ecmp_mask != 0) {
-                // the hash unit writes its own field; the mask is a later ALU operation
-                meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                                 hdr.ipv4.protocol, hdr.udp.src_port,
-                                                 hdr.udp.dst_port });
-                meta.ecmp_member = meta.ecmp_hash & meta.ecmp_mask;
+            if (meta.ecmp == 1) {
                 ecmp_member.apply();
             }
         }
+    }
+}
+
+// The forwarding decision: a multicast result goes to its group; otherwise an explicit route
+// wins over the LPM/ECMP next hop; TTL is decremented, TTL <= 1 drops.
+control InaForwardingOutput(inout ina_headers_t hdr, in ina_ig_metadata_t meta,
+                            inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                            inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    action drop() {
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    action send_routed() {
+        ig_tm_md.ucast_egress_port = meta.route_port;
+        hdr.ethernet.dst_addr = meta.route_dmac;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+    action send_nhop() {
+        ig_tm_md.ucast_egress_port = meta.nhop_port;
+        hdr.ethernet.dst_addr = meta.nhop_dmac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    apply {
+        if (meta.mcast_group != 0) {
+            ig_tm_md.mcast_grp_a = meta.mcast_group;
+        } else if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
+            drop();
+        } else if (meta.routed == 1) {
+            send_routed();
+        } else if (meta.nhop_drop == 1) {
+            drop();
+        } else {
+            send_nhop();
+        }
     }
 }
 

@@ -30,10 +30,10 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
         meta.preemption = 0;
         meta.hold = 0;
         meta.releasing = 0;
-        meta.last_level = 0;
-        meta.result_group = 0;
+        meta.mcast_group = 0;
         meta.routed = 0;
-        meta.ecmp_mask = 0;
+        meta.nhop_drop = 0;
+        meta.ecmp = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -90,6 +90,7 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     InaAggIndex() agg_index;
     InaAggregator() aggregator;
     InaForwarding() forwarding;
+    InaForwardingOutput() forwarding_output;
 
     action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
     action aggregate(bit<32> pool_base, bit<16> pool_mask) {
@@ -107,16 +108,26 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.pool_base = pool_base;
         meta.pool_mask = (bit<32>) pool_mask;
     }
+    // ina_level is looked up before the aggregator decides anything (its key is the packet's
+    // job and node as received); the aggregator applies the answer (level_up) to packets that
+    // complete or collide.
     action to_node(bit<16> next_node, bit<8> next_fan_in) {
-        hdr.ina.node_id = next_node;
-        hdr.ina.fan_in = next_fan_in;
+        meta.next_node = next_node;
+        meta.next_fan_in = next_fan_in;
+        meta.result_flag = 0;
+        meta.result_group = 0;
     }
     action to_multicast(bit<16> group) {
-        meta.last_level = 1;
+        meta.next_node = hdr.ina.node_id;
+        meta.next_fan_in = hdr.ina.fan_in;
+        meta.result_flag = INA_FLAG_RESULT;
         meta.result_group = group;
     }
     action to_ps() {
-        meta.last_level = 1;
+        meta.next_node = hdr.ina.node_id;
+        meta.next_fan_in = hdr.ina.fan_in;
+        meta.result_flag = INA_FLAG_RESULT;
+        meta.result_group = 0;
     }
 
     table ina_port_pipe {
@@ -170,36 +181,26 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                     ina_job.apply();
                 }
             }
+            ina_level.apply();                     // ungated: only metadata, used on completion
             agg_index.apply(hdr, meta);            // ungated: hash, mask, base (unused on a miss)
             if (meta.job_known == 1) {
                 aggregator.apply(hdr, meta);
             }
-            if (meta.verdict == INA_RESUBMIT) {
-                meta.resubmit.setValid();
-                meta.resubmit.pad = 0;
-                ig_dprsr_md.resubmit_type = 1;     // the deparser emits meta.resubmit
-                return;
-            }
-            if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
-                ig_dprsr_md.drop_ctl = 1;
-                return;
-            }
-            if (meta.verdict == INA_COMPLETE
-                    || (meta.verdict == INA_PASS && meta.job_known == 1 && meta.releasing == 0
-                        && (hdr.ina.flags & INA_FLAG_COLLISION) != 0)) {
-                ina_level.apply();
-                if (meta.verdict == INA_COMPLETE && meta.last_level == 1) {
-                    hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
-                    ig_tm_md.mcast_grp_a = meta.result_group;
-                }
-            }
-            if (meta.verdict != INA_PASS
-                    || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0) {
+        }
+        forwarding.apply(hdr, meta, ig_intr_md.ingress_port);
+        if (meta.verdict == INA_RESUBMIT) {
+            meta.resubmit.setValid();
+            meta.resubmit.pad = 0;
+            ig_dprsr_md.resubmit_type = 1;         // the deparser emits meta.resubmit
+        } else if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
+            ig_dprsr_md.drop_ctl = 1;
+        } else {
+            if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0
+                    && (meta.verdict != INA_PASS
+                        || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0)) {
                 hdr.udp.checksum = 0;
             }
-        }
-        if (ig_tm_md.mcast_grp_a == 0) {
-            forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
+            forwarding_output.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
         }
     }
 }

@@ -35,8 +35,13 @@ struct ina_ig_metadata_t {
     bit<16> agg_node;
     bit<3>  verdict;
     bit<8>  missing;               // fan_in |-| count: 0 when the packet is already complete
-    bit<1>  last_level;
+    // ina_level's answer, looked up early for every INA packet and applied by the aggregator
+    // where a packet completes or collides (no table waits for the verdict)
+    bit<16> next_node;
+    bit<8>  next_fan_in;
+    bit<8>  result_flag;           // INA_FLAG_RESULT at the last level, else 0
     bit<16> result_group;
+    bit<16> mcast_group;           // set when a complete aggregate leaves as a multicast result
     bit<32> agg_hash;              // CRC32 of the key (its own field: Tofino's hash unit)
     bit<32> agg_offset;            // agg_hash & pool_mask
     bit<32> agg_index;             // pool_base + agg_offset: a plain field, every register's index
@@ -52,9 +57,15 @@ struct ina_ig_metadata_t {
     bit<8>  new_fan_in;
     bit<32> new_ps_addr;
     bit<32> new_round;
-    bit<1>  routed;
+    // forwarding lookups write their answers here; InaForwardingOutput picks one at the end
+    bit<1>  routed;                // ina_route hit
+    PortId_t route_port;
+    mac_addr_t route_dmac;
+    bit<1>  nhop_drop;             // ipv4_lpm or ecmp_member chose drop (or missed)
+    PortId_t nhop_port;
+    mac_addr_t nhop_dmac;
+    bit<1>  ecmp;                  // ipv4_lpm chose an ECMP group
     bit<16> ecmp_group;
-    bit<16> ecmp_mask;
     bit<16> ecmp_hash;
     bit<16> ecmp_member;
 }

@@ -210,7 +210,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         agg_priority.read(agg_prio, meta.agg_index);
         if (meta.preemption == 1 && hdr.ina.priority > agg_prio) {
             swap_state(key);                       // ESA packet swapping
-            hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
+            // the evicted partial never collided: a COLLISION flag stays with the arriving packet
+            hdr.ina.flags = (hdr.ina.flags & ~INA_FLAG_COLLISION) | INA_FLAG_PREEMPTED;
             hdr.ina.worker_id = INA_WORKER_AGGREGATE;
         } else {
             if (meta.preemption == 1) {
