@@ -13,11 +13,17 @@ const bit<8> ROUND_SAME    = 0;
 const bit<8> ROUND_NEWER   = 1;   // the packet's round is newer: the aggregator's partial is stale
 const bit<8> ROUND_OLDER   = 2;   // the packet is from a finished round
 
-// A register whose next value comes from metadata, returning the previous one.
-#define EXCHANGE_REGISTER(T, name, input)                                              \
+// A register with two exchanges, each returning the previous value: _swap stores the arriving
+// packet's state (a claim, or ESA's packet swapping), _take what a completion or release leaves
+// (0, or ATP's hold marks). Their inputs are header fields or metadata set before the
+// aggregator, so no stage waits for an input to be computed.
+#define EXCHANGE_REGISTER(T, name, swap_input, take_input)                             \
     Register<T, bit<32>>(INA_POOL_SIZE) name;                                          \
-    RegisterAction<T, bit<32>, T>(name) name##_exchange = {                            \
-        void apply(inout T value, out T rv) { rv = value; value = input; }             \
+    RegisterAction<T, bit<32>, T>(name) name##_swap = {                                \
+        void apply(inout T value, out T rv) { rv = value; value = swap_input; }        \
+    };                                                                                 \
+    RegisterAction<T, bit<32>, T>(name) name##_take = {                                \
+        void apply(inout T value, out T rv) { rv = value; value = take_input; }        \
     };
 
 // The aggregator index, the way Tofino computes it: the hash unit writes its own field, the
@@ -49,7 +55,7 @@ control InaAggIndex(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
 
 control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     // owner key, high word (job ++ submodel; 0 = free) and low word (fragment)
-    EXCHANGE_REGISTER(bit<32>, owner_hi, meta.new_key_hi)
+    EXCHANGE_REGISTER(bit<32>, owner_hi, meta.key_hi, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_hi) owner_hi_claim_or_match = {
         void apply(inout bit<32> value, out bit<8> rv) {
             if (value == 0) {
@@ -67,14 +73,14 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             if (value == meta.key_hi) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
-    EXCHANGE_REGISTER(bit<32>, owner_lo, meta.new_key_lo)
+    EXCHANGE_REGISTER(bit<32>, owner_lo, meta.key_lo, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_lo) owner_lo_match = {
         void apply(inout bit<32> value, out bit<8> rv) {
             if (value == meta.key_lo) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
     // the owner's round; a later round's packet of the same key reclaims a stale partial
-    EXCHANGE_REGISTER(bit<32>, agg_round, meta.new_round)
+    EXCHANGE_REGISTER(bit<32>, agg_round, hdr.ina.round, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(agg_round) agg_round_check = {
         void apply(inout bit<32> value, out bit<8> rv) {
             if (value == hdr.ina.round) {
@@ -92,7 +98,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             if (value == hdr.ina.round) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
-    EXCHANGE_REGISTER(bit<8>, agg_priority, meta.new_priority)
+    EXCHANGE_REGISTER(bit<8>, agg_priority, hdr.ina.priority, meta.new_priority)
     // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority. The
     // stateful ALU has no shift, so the contest only reads the priority; the MAU compares it and
     // computes the half, and a resubmitted pass writes it (compare-and-set, below).
@@ -118,7 +124,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             }
         }
     };
-    EXCHANGE_REGISTER(bit<32>, agg_bitmap, meta.new_bitmap)
+    EXCHANGE_REGISTER(bit<32>, agg_bitmap, hdr.ina.bitmap, meta.new_bitmap)
     // The stateful ALU cannot test (value & bitmap) before writing, so the merge is
     // unconditional; a duplicate that brought new bits (a partial overlapping the aggregator)
     // has them cleared again by a resubmitted pass (agg_bitmap_keep), so a dropped packet
@@ -137,7 +143,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
     };
     // contributions still missing (fan_in - count): 0 when complete or free
-    EXCHANGE_REGISTER(bit<8>, agg_remaining, meta.new_remaining)
+    EXCHANGE_REGISTER(bit<8>, agg_remaining, meta.missing, 0)
     RegisterAction<bit<8>, bit<32>, bit<8>>(agg_remaining) agg_remaining_consume = {
         void apply(inout bit<8> value, out bit<8> rv) {
             if (value <= hdr.ina.count) {
@@ -149,8 +155,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             }
         }
     };
-    EXCHANGE_REGISTER(bit<8>, agg_fan_in, meta.new_fan_in)
-    EXCHANGE_REGISTER(bit<32>, agg_ps_addr, meta.new_ps_addr)
+    EXCHANGE_REGISTER(bit<8>, agg_fan_in, hdr.ina.fan_in, 0)
+    EXCHANGE_REGISTER(bit<32>, agg_ps_addr, hdr.ipv4.dst_addr, 0)
 
     // K lanes: one register each, with exchange (claim/swap), saturating add and take. The add
     // is sticky at the bounds: a lane that saturated stays saturated, so a later addition
@@ -189,6 +195,9 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     action level_up() {
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
+    }
+    action clear_collision() {
+        hdr.ina.flags[1:1] = 0;            // INA_FLAG_COLLISION
     }
     action collide() {
         hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
@@ -240,10 +249,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             bit<8> owner = owner_hi_claim_or_match.execute(meta.agg_index);
             bit<8> age = ROUND_SAME;
             if (owner == OWNER_CLAIMED) {
-                meta.new_key_lo = meta.key_lo;
-                meta.new_round = hdr.ina.round;
-                owner_lo_exchange.execute(meta.agg_index);
-                agg_round_exchange.execute(meta.agg_index);
+                owner_lo_swap.execute(meta.agg_index);
+                agg_round_swap.execute(meta.agg_index);
             } else if (owner == OWNER_MATCH) {
                 if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
                     age = agg_round_check.execute(meta.agg_index);
@@ -259,16 +266,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             // round r+1 only once every result of round r is in) exactly as a free aggregator
             // is claimed: the stale state is overwritten, never read out.
             if (owner == OWNER_CLAIMED || age == ROUND_NEWER) {
-                meta.new_priority = hdr.ina.priority;
-                meta.new_bitmap = hdr.ina.bitmap;
-                meta.new_remaining = hdr.ina.fan_in - hdr.ina.count;
-                meta.new_fan_in = hdr.ina.fan_in;
-                meta.new_ps_addr = hdr.ipv4.dst_addr;
-                agg_priority_exchange.execute(meta.agg_index);
-                agg_bitmap_exchange.execute(meta.agg_index);
-                agg_remaining_exchange.execute(meta.agg_index);
-                agg_fan_in_exchange.execute(meta.agg_index);
-                agg_ps_addr_exchange.execute(meta.agg_index);
+                agg_priority_swap.execute(meta.agg_index);
+                agg_bitmap_swap.execute(meta.agg_index);
+                agg_remaining_swap.execute(meta.agg_index);
+                agg_fan_in_swap.execute(meta.agg_index);
+                agg_ps_addr_swap.execute(meta.agg_index);
                 INA_FOR_EACH_LANE(LANE_EXCHANGE)
                 meta.verdict = INA_ABSORB;
                 return;
@@ -340,23 +342,17 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 meta.new_priority = 0xFF;
                 meta.new_bitmap = 0xFFFFFFFF;
             } else {
-                meta.new_key_hi = 0;
-                meta.new_key_lo = 0;
-                meta.new_round = 0;
                 meta.new_priority = 0;
                 meta.new_bitmap = 0;
-                owner_hi_exchange.execute(meta.agg_index);
-                owner_lo_exchange.execute(meta.agg_index);
-                agg_round_exchange.execute(meta.agg_index);
+                owner_hi_take.execute(meta.agg_index);
+                owner_lo_take.execute(meta.agg_index);
+                agg_round_take.execute(meta.agg_index);
             }
-            meta.new_remaining = 0;
-            meta.new_fan_in = 0;
-            meta.new_ps_addr = 0;
-            bit<8> priority = agg_priority_exchange.execute(meta.agg_index);
-            bit<32> bitmap = agg_bitmap_exchange.execute(meta.agg_index);
-            bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
-            bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
-            bit<32> ps_addr = agg_ps_addr_exchange.execute(meta.agg_index);
+            bit<8> priority = agg_priority_take.execute(meta.agg_index);
+            bit<32> bitmap = agg_bitmap_take.execute(meta.agg_index);
+            bit<8> remaining = agg_remaining_take.execute(meta.agg_index);
+            bit<8> fan_in = agg_fan_in_take.execute(meta.agg_index);
+            bit<32> ps_addr = agg_ps_addr_take.execute(meta.agg_index);
             INA_FOR_EACH_LANE(LANE_TAKE)
             if (meta.op == INA_OP_TAKE) {
                 hdr.ina.bitmap = bitmap;
@@ -381,24 +377,16 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
         if (meta.op == INA_OP_SWAP) {
             // the evicted partial never collided: a COLLISION flag stays with the arriving
-            // packet (cleared first, in its own action: one ALU operation per field and stage)
-            hdr.ina.flags = hdr.ina.flags & ~INA_FLAG_COLLISION;
-            meta.new_key_hi = meta.key_hi;
-            meta.new_key_lo = meta.key_lo;
-            meta.new_round = hdr.ina.round;
-            meta.new_priority = hdr.ina.priority;
-            meta.new_bitmap = hdr.ina.bitmap;
-            meta.new_remaining = hdr.ina.fan_in - hdr.ina.count;
-            meta.new_fan_in = hdr.ina.fan_in;
-            meta.new_ps_addr = hdr.ipv4.dst_addr;
-            bit<32> old_hi = owner_hi_exchange.execute(meta.agg_index);
-            hdr.ina.fragment_id = owner_lo_exchange.execute(meta.agg_index);
-            hdr.ina.round = agg_round_exchange.execute(meta.agg_index);
-            hdr.ina.priority = agg_priority_exchange.execute(meta.agg_index);
-            hdr.ina.bitmap = agg_bitmap_exchange.execute(meta.agg_index);
-            bit<8> remaining = agg_remaining_exchange.execute(meta.agg_index);
-            bit<8> fan_in = agg_fan_in_exchange.execute(meta.agg_index);
-            hdr.ipv4.dst_addr = agg_ps_addr_exchange.execute(meta.agg_index);
+            // packet (cleared first, in an action of its own)
+            clear_collision();
+            bit<32> old_hi = owner_hi_swap.execute(meta.agg_index);
+            hdr.ina.fragment_id = owner_lo_swap.execute(meta.agg_index);
+            hdr.ina.round = agg_round_swap.execute(meta.agg_index);
+            hdr.ina.priority = agg_priority_swap.execute(meta.agg_index);
+            hdr.ina.bitmap = agg_bitmap_swap.execute(meta.agg_index);
+            bit<8> remaining = agg_remaining_swap.execute(meta.agg_index);   // stores fan_in - count
+            bit<8> fan_in = agg_fan_in_swap.execute(meta.agg_index);
+            hdr.ipv4.dst_addr = agg_ps_addr_swap.execute(meta.agg_index);
             INA_FOR_EACH_LANE(LANE_EXCHANGE)
             hdr.ina.job_id = old_hi[31:16];
             hdr.ina.submodel_id = old_hi[15:0];
@@ -409,20 +397,15 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             return;
         }
         if (meta.op == INA_OP_RELEASE) {
-            meta.new_key_hi = 0;
-            meta.new_key_lo = 0;
-            meta.new_round = 0;
             meta.new_priority = 0;
             meta.new_bitmap = 0;
-            meta.new_remaining = 0;
-            meta.new_fan_in = 0;
-            owner_hi_exchange.execute(meta.agg_index);
-            owner_lo_exchange.execute(meta.agg_index);
-            agg_round_exchange.execute(meta.agg_index);
-            agg_priority_exchange.execute(meta.agg_index);
-            agg_bitmap_exchange.execute(meta.agg_index);
-            agg_remaining_exchange.execute(meta.agg_index);
-            agg_fan_in_exchange.execute(meta.agg_index);
+            owner_hi_take.execute(meta.agg_index);
+            owner_lo_take.execute(meta.agg_index);
+            agg_round_take.execute(meta.agg_index);
+            agg_priority_take.execute(meta.agg_index);
+            agg_bitmap_take.execute(meta.agg_index);
+            agg_remaining_take.execute(meta.agg_index);
+            agg_fan_in_take.execute(meta.agg_index);
         }
     }
 }

@@ -48,15 +48,9 @@ struct ina_ig_metadata_t {
     bit<32> dup_bits;              // bitmap bits the aggregator already held (duplicate test)
     bit<32> key_hi;                // job ++ submodel
     bit<32> key_lo;                // fragment
-    // inputs of the "exchange" register actions (what the aggregator stores next)
-    bit<32> new_key_hi;
-    bit<32> new_key_lo;
+    // what a completion or release leaves in priority and bitmap (0, or ATP's hold marks)
     bit<8>  new_priority;
     bit<32> new_bitmap;
-    bit<8>  new_remaining;
-    bit<8>  new_fan_in;
-    bit<32> new_ps_addr;
-    bit<32> new_round;
     // forwarding lookups write their answers here; InaForwardingOutput picks one at the end
     bit<1>  routed;                // ina_route hit
     PortId_t route_port;
