@@ -249,13 +249,6 @@ def test_shared_library_is_cached_by_source(tmp_path: Path, monkeypatch: pytest.
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [first.path.name]   # no temp files left
 
 
-def test_tna_program_falls_back_to_python_under_auto() -> None:
-    prog = load_program(str(ROOT / "p4src" / "tna" / "ina.p4"), arch="tna")
-    assert Switch(prog, backend="auto").backend == "python"
-    with pytest.raises(CUnsupported, match="unsupported for the C backend: the tna architecture"):
-        Switch(prog, backend="c")
-
-
 @needs_cc
 def test_unsupported_construct_is_named_with_its_position(tmp_path: Path) -> None:
     src = (ROOT / "tests" / "p4misc" / "legacy_externs.p4")
@@ -280,7 +273,7 @@ def test_no_compiler_means_python(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_default_is_c_where_supported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("P4SIM_BACKEND", raising=False)
     assert Switch(load_program(str(BENCH / "registers64.p4"))).backend == "c"
-    assert Switch(load_program(str(ROOT / "p4src" / "tna" / "ina.p4"), arch="tna")).backend == "python"
+    assert Switch(load_program(str(ROOT / "p4src" / "tna" / "ina.p4"), arch="tna")).backend == "c"
 
 
 def test_backend_from_environment_and_bad_name(monkeypatch: pytest.MonkeyPatch) -> None:

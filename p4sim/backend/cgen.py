@@ -1,4 +1,4 @@
-"""C code generator for v1model programs (the native backend, see p4sim/runtime/native.py).
+"""C code generator for v1model and tna programs (the native backend, see p4sim/runtime/native.py).
 
 Input: the :class:`CompiledProgram` the Python code generator produced. That generator checks
 and lowers the P4 program in one pass without a separate IR; what it emits is a small, regular
@@ -15,6 +15,12 @@ code compares unmasked, e.g. a saturating add, fits too), so comparisons, right 
 masks the Python code applies give the same results. Fields are stored as ``uint64_t`` /
 ``int64_t`` up to 64 bits and as ``__int128`` up to 127 bits.
 
+Architectures: v1model (bmv2 simple_switch, as p4sim/runtime/v1model.py) and tna (as
+p4sim/runtime/tna.py: intrinsic metadata prefixes, RegisterAction with Tofino's one execution
+per register per pass, Hash, Resubmit, Mirror, the deparser's Checksum). The C code runs one
+pipeline pass per call; the runtime (native.py) drives resubmits, mirrors and multicast copies
+in the order the Python pipelines do.
+
 Anything outside the supported subset raises :class:`CUnsupported` naming the construct, so
 the caller can fall back to the Python backend.
 """
@@ -28,6 +34,8 @@ from typing import Any
 from ..errors import CompileError
 from ..frontend import ast as p4ast
 from ..frontend.types import BitT, BoolT, EnumT, ErrorT, StructT
+from ..runtime import hashes
+from ..runtime.rt import register_twice_message
 from .compiler import CompiledProgram
 
 MAX_INT_BITS = 127         # the widest P4 value held in an __int128 without losing its sign
@@ -48,6 +56,22 @@ _ALGORITHMS = {"crc32": 1, "crc32_custom": 1, "crc16": 2, "crc16_custom": 2, "cs
                "cksum16": 3, "identity": 4, "xor16": 5, "crcCCITT": 6}
 
 V1_DROP_PORT = 511
+_U64 = (1 << 64) - 1
+
+# the architecture blocks a program must have, in pipeline order
+ARCH_ROLES = {
+    "v1model": ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"),
+    "tna": ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress",
+            "egress_deparser"),
+}
+PARSER_ROLES = ("parser", "ingress_parser", "egress_parser")
+DEPARSER_ROLES = ("deparser", "ingress_deparser", "egress_deparser")
+
+# tna Hash<W> algorithms as p4sim/runtime/switch.py's _TnaHash computes them: a CRC (by its
+# Rocksoft parameters) or XOR of big-endian words of this many bytes
+_TNA_CRCS = {"crc8": hashes.CRC8, "crc16": hashes.CRC16, "crc32": hashes.CRC32,
+             "crc64": hashes.CRC64_ECMA}
+_TNA_XORS = {"xor8": 1, "xor16": 2, "xor32": 4}
 
 
 class CUnsupported(CompileError):
@@ -68,10 +92,29 @@ class RegisterSpec:
     bitwidth: int
     signed: bool
     index: int            # slot in the C switch's register pointer array
+    # tna Register<struct>: the element class and its (name, width, signed) fields, stored in
+    # C as one 64-bit word per field (externs.StructRegister.use_shared_storage)
+    struct_class: str | None = None
+    fields: list[tuple[str, int, bool]] = field(default_factory=list)
 
     @property
     def wide(self) -> bool:
         return self.bitwidth > 64
+
+
+@dataclass
+class HashSpec:
+    """A tna ``Hash<W>`` instance: ``kind`` "crc" (``crc`` set), "xor" (``xor_bytes``) or
+    "identity"; the output is fitted to ``out_width`` as hashes.tna_hash_output does."""
+    py_name: str
+    index: int
+    kind: str
+    out_width: int
+    value_width: int
+    crc: hashes.CrcSpec | None = None
+    xor_bytes: int = 0
+    msb: bool = False
+    extend: bool = True
 
 
 @dataclass
@@ -89,8 +132,9 @@ class CProgram:
     source: str
     registers: list[RegisterSpec]
     tables: list[TableSpec]
-    max_header_bytes: int           # most bytes the deparser can emit
-    reads_timestamps: bool          # ingress/egress_global_timestamp are read by the program
+    max_header_bytes: int           # most bytes the deparsers of one pass can emit, together
+    reads_timestamps: bool          # the program reads a timestamp the pipeline sets per pass
+    arch: str = "v1model"
 
     @property
     def digest(self) -> str:
@@ -123,7 +167,6 @@ class _Func:
     param_kinds: list[str] | None = None
     returns_value: bool = False
     result_count: int = 0         # > 0: returns a tuple of that many ints (out/inout results)
-    is_parser: bool = False
     locals: dict[str, str] = field(default_factory=dict)
 
 
@@ -142,6 +185,12 @@ class _Gen:
                 self.funcs[node.name] = _Func(node.name, node)
         self.registers: dict[str, RegisterSpec] = {}
         self.tables: dict[str, TableSpec] = {}
+        self.hashes: dict[str, HashSpec] = {}
+        self.arch = comp.arch
+        self.roles = ARCH_ROLES[comp.arch]
+        # bytes of the largest resubmit / mirror field list (tna), sized at generation
+        self.resubmit_bytes = 0
+        self.mirror_bytes = 0
         self.out: list[str] = []
         self._tmp = 0
         self.used_classes: set[str] = set()
@@ -167,6 +216,15 @@ class _Gen:
                 self.registers[obj.py_name] = RegisterSpec(obj.py_name, p["name"], p["size"],
                                                            p["bitwidth"], bool(p["signed"]),
                                                            len(self.registers))
+            elif obj.kind == "struct_register":
+                for fname, width, _ in p["fields"]:
+                    if width > 64:
+                        raise CUnsupported(f"register {p['name']}: field {fname} of {width} bits "
+                                           "(at most 64)", self.path)
+                self.used_classes.add(p["struct_class"])
+                self.registers[obj.py_name] = RegisterSpec(
+                    obj.py_name, p["name"], p["size"], sum(w for _, w, _ in p["fields"]), False,
+                    len(self.registers), p["struct_class"], list(p["fields"]))
             elif obj.kind == "table":
                 info = self.comp.info.tables[p["name"]]
                 for k in info.keys:
@@ -184,7 +242,32 @@ class _Gen:
                                                "(at most 64)", self.path)
                 self.tables[obj.py_name] = TableSpec(obj.py_name, info.name, len(self.tables),
                                                      len(info.keys), nargs)
-            # other objects (counters, meters, hashes...) are rejected where the code uses them
+            elif obj.kind == "tna_hash":
+                self.hashes[obj.py_name] = self.hash_spec(obj.py_name, p)
+            # other objects (counters, meters...) are rejected where the code uses them
+
+    def hash_spec(self, py_name: str, p: dict[str, Any]) -> HashSpec:
+        """The C form of a tna Hash instance (switch.py's _TnaHash is the reference)."""
+        algo, poly, width = p["algorithm"], p["poly"], p["width"]
+        index = len(self.hashes)
+        if width > 64:
+            raise CUnsupported(f"Hash of {width} bits (at most 64)", self.path)
+        if poly is not None:
+            if poly["width"] > 64:
+                raise CUnsupported(f"CRCPolynomial of {poly['width']} bits (at most 64)", self.path)
+            crc = hashes.tna_crc_spec(poly["coeff"], poly["width"], poly["reversed"], poly["init"],
+                                      poly["xor"])
+            return HashSpec(py_name, index, "crc", width, crc.width, crc=crc, msb=poly["msb"],
+                            extend=poly["extended"])
+        if algo == "identity":
+            return HashSpec(py_name, index, "identity", width, width)
+        if algo in _TNA_CRCS:
+            crc = _TNA_CRCS[algo]
+            return HashSpec(py_name, index, "crc", width, crc.width, crc=crc)
+        if algo in _TNA_XORS:
+            return HashSpec(py_name, index, "xor", width, 8 * _TNA_XORS[algo],
+                            xor_bytes=_TNA_XORS[algo])
+        raise CUnsupported(f"Hash algorithm {algo}", self.path)
 
     # ------------------------------------------------------------------ types
     def field_kind(self, cls: str, name: str, node: Any) -> str:
@@ -301,27 +384,24 @@ class _Gen:
     # ------------------------------------------------------------------ function typing
     def type_functions(self) -> None:
         b = self.comp.blocks
-        roles = {"parser": "parser", "verify_checksum": "control", "ingress": "control",
-                 "egress": "control", "compute_checksum": "control", "deparser": "deparser"}
-        for role in roles:
+        for role in self.roles:
             blk = b.get(role)
             if blk is None:
-                raise CUnsupported(f"a v1model program without a {role} block", self.path)
+                raise CUnsupported(f"a {self.arch} program without a {role} block", self.path)
             f = self.funcs[blk.py_func]
             kinds = []
             for d, _, t in blk.params:
                 if isinstance(t, StructT):
                     kinds.append(_ptr(t.py_class))
                     self.used_classes.add(t.py_class)
-                elif role == "parser" and getattr(t, "name", "") == "packet_in":
+                elif role in PARSER_ROLES and getattr(t, "name", "") == "packet_in":
                     kinds.append(PKTIN)
-                elif role == "deparser" and getattr(t, "name", "") == "packet_out":
+                elif role in DEPARSER_ROLES and getattr(t, "name", "") == "packet_out":
                     kinds.append(PKTOUT)
                 else:
                     raise CUnsupported(f"{role} parameter of type {t}", self.path)
             f.param_kinds = kinds
-            f.is_parser = role == "parser"
-        pending = [self.funcs[b[r].py_func] for r in roles]
+        pending = [self.funcs[b[r].py_func] for r in self.roles]
         seen: set[str] = set()
         while pending:
             f = pending.pop()
@@ -460,6 +540,11 @@ class _Gen:
             if k.startswith("val:"):
                 return _ptr(k[4:]) if for_local else k
             return k
+        if isinstance(e, pyast.Subscript):
+            reg = self.register_of(e.value)
+            if reg is not None and reg.struct_class:
+                return _val(reg.struct_class)       # the cell's value (stored back explicitly)
+            return INT
         if isinstance(e, pyast.Call):
             if isinstance(e.func, pyast.Name) and e.func.id in self.classes:
                 self.used_classes.add(e.func.id)
@@ -489,25 +574,101 @@ class _Gen:
             proto = self.prototype(f)
             protos.append(proto + ";")
             bodies.append(self.emit_function(f, proto))
+        if self.arch == "tna":
+            pipeline = self.tna_pipeline_functions()
+            # one call can add the ingress prefix, both deparsers' headers, the egress prefix
+            # and a mirror header to a packet
+            growth = (sum(self.deparser_bytes(r) for r in ("ingress_deparser", "egress_deparser"))
+                      + 2 * self.max_prefix_bytes() + self.mirror_bytes)
+            uses_ts = self.reads_field("ingress_mac_tstamp", funcs) or any(
+                self.classes[cls].name == "ingress_intrinsic_metadata_t"
+                for f in funcs for cls in self.struct_uses(f, ("pack", "p4_eq")))
+        else:
+            pipeline = self.pipeline_functions()
+            growth = self.deparser_bytes("deparser")
+            uses_ts = self.reads_field("ingress_global_timestamp", funcs) or \
+                self.reads_field("egress_global_timestamp", funcs)
         struct_lines = self.emit_structs()
-        max_hdr = self.deparser_bytes()
-        uses_ts = any(isinstance(n, pyast.Attribute) and n.attr in (
-            "ingress_global_timestamp", "egress_global_timestamp")
-            for f in funcs for n in pyast.walk(f.node))
         src = "\n".join([
             f"/* Generated by p4sim's C backend from {self.path}; do not edit. */",
             _PRELUDE,
             f"#define P4_NREGS {max(1, len(self.registers))}",
             f"#define P4_NTABLES {max(1, len(self.tables))}",
+            f"#define P4_RESUBMIT_BYTES {max(1, self.resubmit_bytes)}",
+            f"#define P4_MIRROR_BYTES {max(1, self.mirror_bytes)}",
             _SWITCH_STRUCT,
+            self.hash_functions(),
             *struct_lines,
+            self.struct_register_functions(),
             *protos,
             *bodies,
-            self.pipeline_functions(),
+            pipeline,
             _TABLES_C,
         ]) + "\n"
         return CProgram(src, list(self.registers.values()), list(self.tables.values()),
-                        max_hdr, uses_ts)
+                        growth, uses_ts, self.arch)
+
+    def struct_register_functions(self) -> str:
+        """Load/store of a Register<struct> cell: one 64-bit word per field, the raw bits
+        (externs._StructCells is the Python view of the same words)."""
+        lines = []
+        for reg in self.registers.values():
+            if not reg.struct_class:
+                continue
+            cls, n, i = reg.struct_class, len(reg.fields), reg.index
+            lines.append(f"static inline {cls} p4_sreg_load_{i}(p4_switch_t *sw, int64_t ix) {{")
+            lines.append(f"    const uint64_t *w = (const uint64_t *)sw->regs[{i}] + ix * {n};")
+            lines.append(f"    {cls} v = {{0}};")
+            for k, (fname, width, signed) in enumerate(reg.fields):
+                get = f"p4_sext((i128)w[{k}], {width})" if signed else f"w[{k}]"
+                lines.append(f"    v.{fname} = {get};")
+            lines.append("    return v;")
+            lines.append("}")
+            lines.append(f"static inline void p4_sreg_store_{i}(p4_switch_t *sw, int64_t ix, const {cls} *v) {{")
+            lines.append(f"    uint64_t *w = (uint64_t *)sw->regs[{i}] + ix * {n};")
+            for k, (fname, width, _) in enumerate(reg.fields):
+                lines.append(f"    w[{k}] = (uint64_t)((u128)(i128)v->{fname} & p4_mask({width}));")
+            lines.append("}")
+        return "\n".join(lines)
+
+    @staticmethod
+    def reads_field(name: str, funcs: list[_Func]) -> bool:
+        return any(isinstance(n, pyast.Attribute) and n.attr == name
+                   for f in funcs for n in pyast.walk(f.node))
+
+    def max_prefix_bytes(self) -> int:
+        """The larger intrinsic metadata prefix tna puts in front of a packet."""
+        from ..runtime.tna import PORT_METADATA_BYTES
+        ig = self.classes[self.tna_class("ingress_intrinsic_metadata_t")].width // 8
+        eg = self.classes[self.tna_class("egress_intrinsic_metadata_t")].width // 8
+        return max(ig + PORT_METADATA_BYTES, eg)
+
+    def hash_functions(self) -> str:
+        """One C function per tna Hash instance; CRC tables are built by p4_program_init."""
+        lines = []
+        inits = []
+        for h in self.hashes.values():
+            i = h.index
+            if h.kind == "crc":
+                c = h.crc
+                assert c is not None
+                lines.append(f"static p4_crc_t p4_crc_{i};")
+                inits.append(f"    p4_crc_init(&p4_crc_{i}, {c.width}, {c.poly & _U64}ULL, "
+                             f"{c.init & _U64}ULL, {c.xorout & _U64}ULL, {int(c.reflect_in)}, "
+                             f"{int(c.reflect_out)});")
+                value = f"p4_crc(&p4_crc_{i}, d, n)"
+            elif h.kind == "xor":
+                value = f"p4_xor_words(d, n, {h.xor_bytes})"
+            else:
+                continue              # identity is computed inline (cgen.tna_hash)
+            lines.append(f"static inline uint64_t p4_tna_hash_{i}(const uint8_t *d, int64_t n) {{")
+            lines.append(f"    return p4_hash_output({value}, {h.value_width}, {h.out_width}, "
+                         f"{int(h.msb)}, {int(h.extend)});")
+            lines.append("}")
+        lines.append("static void p4_program_init(void) {")
+        lines.extend(inits)
+        lines.append("}")
+        return "\n".join(lines)
 
     def prototype(self, f: _Func) -> str:
         params = ["p4_switch_t *p4sw"]
@@ -574,7 +735,7 @@ class _Gen:
     def after_call(self) -> str:
         """What follows a call of a generated function: an error returns at once, an `exit`
         goes on to the enclosing handler."""
-        return f"if (p4sw->exit_flag) {{ if (p4sw->exit_flag == 2) {self.ret_stmt()} {self.exit_jump()} }}"
+        return f"if (p4sw->exit_flag) {{ if (p4sw->exit_flag >= P4_RAISED) {self.ret_stmt()} {self.exit_jump()} }}"
 
     def exit_jump(self) -> str:
         if self.try_labels:
@@ -596,7 +757,12 @@ class _Gen:
             tgt = self.lvalue(s.target)
             self.w(d, f"{tgt} = {tgt} {op} {self.expr(s.value)};")
         elif isinstance(s, pyast.If):
-            self.w(d, f"if ({self.cond(s.test)}) {{")
+            if _may_raise(s.test):
+                test = self.tmp("t")
+                self.w(d, f"int {test} = {self.cond(s.test)}; {self.after_raise()}")
+                self.w(d, f"if ({test}) {{")
+            else:
+                self.w(d, f"if ({self.cond(s.test)}) {{")
             self.stmts(s.body, d + 1)
             if s.orelse:
                 self.w(d, "} else {")
@@ -658,7 +824,7 @@ class _Gen:
         self.w(d, "{")
         self.stmts(handler, d + 1)
         if reraise:
-            self.w(d + 1, f"{{ p4sw->exit_flag = 1; {self.exit_jump()} }}")
+            self.w(d + 1, f"{{ p4sw->exit_flag = P4_EXITING; {self.exit_jump()} }}")
         self.w(d, "}")
         self.w(d, f"{done}: ;")
 
@@ -667,21 +833,29 @@ class _Gen:
         name = exc.func.id if isinstance(exc, pyast.Call) and isinstance(exc.func, pyast.Name) else (
             exc.id if isinstance(exc, pyast.Name) else None)
         if name == "ExitBlock":
-            self.w(d, f"{{ p4sw->exit_flag = 1; {self.exit_jump()} }}")
+            self.w(d, f"{{ p4sw->exit_flag = P4_EXITING; {self.exit_jump()} }}")
             return
-        if name == "ParserReject" and self.f.is_parser and isinstance(exc, pyast.Call) and len(exc.args) == 2:
+        if name == "ParserReject" and isinstance(exc, pyast.Call) and len(exc.args) == 2 \
+                and (self.f.param_kinds or [None])[0] == PKTIN:
+            # a parser or a sub-parser (packet_in first): the reject unwinds every parser up
+            # to the pipeline, as the Python exception does
             pkt = self.f.params[0]  # type: ignore[attr-defined]
             self.w(d, f"{{ p4sw->rejected = 1; p4sw->reject_code = {self.expr(exc.args[0])}; "
-                      f"{pkt}->off = (int64_t)({self.expr(exc.args[1])}); return; }}")
+                      f"{pkt}->off = (int64_t)({self.expr(exc.args[1])}); "
+                      f"p4sw->exit_flag = P4_REJECT; {self.ret_stmt()} }}")
             return
         if name == "DataplaneError" and isinstance(exc, pyast.Call) and len(exc.args) == 1 \
                 and isinstance(exc.args[0], pyast.Constant) and isinstance(exc.args[0].value, str):
             # the Python backend raises this out of process(): the C pipeline returns an error
             # and the caller raises the same DataplaneError
-            msg = exc.args[0].value.replace("\\", "\\\\").replace('"', '\\"')
-            self.w(d, f'{{ p4sw->exit_flag = 2; p4sw->error = "{msg}"; {self.ret_stmt()} }}')
+            self.w(d, self.raise_c(exc.args[0].value))
             return
         raise self.fail(f"raising {name or 'an exception'}", s)
+
+    def raise_c(self, message: str) -> str:
+        """C that raises a DataplaneError: the pipeline returns P4_ERROR and the runtime
+        raises the error with this message, as the Python backend does at the same point."""
+        return f"{{ p4sw->exit_flag = P4_RAISED; p4sw->error = {_c_string(message)}; {self.ret_stmt()} }}"
 
     def assign(self, s: pyast.Assign, d: int) -> None:
         self.assign_inner(s, d)
@@ -691,6 +865,13 @@ class _Gen:
                 isinstance(n, pyast.Call) and isinstance(n.func, pyast.Name) and n.func.id in self.funcs
                 for n in pyast.walk(s.value)):
             self.w(d, self.after_call())
+        elif _may_raise(s.value):
+            self.w(d, self.after_raise())
+
+    def after_raise(self) -> str:
+        """What follows an expression that can raise a DataplaneError (the Python exception
+        leaves at once: nothing after it may change state)."""
+        return f"if (p4sw->exit_flag >= P4_RAISED) {self.ret_stmt()}"
 
     def assign_inner(self, s: pyast.Assign, d: int) -> None:
         tgt = s.targets[0]
@@ -715,7 +896,9 @@ class _Gen:
             if reg is None:
                 raise self.fail("assignment to a subscript", s)
             ix = f"(int64_t)({self.expr(tgt.slice)})"
-            if reg.wide:
+            if reg.struct_class:
+                self.w(d, f"p4_sreg_store_{reg.index}(p4sw, {ix}, &{self.struct_expr(v)});")
+            elif reg.wide:
                 self.w(d, f"p4_reg_set128((uint64_t *)p4sw->regs[{reg.index}], {ix}, {self.expr(v)});")
             else:
                 ct = "int64_t" if reg.signed else "uint64_t"
@@ -739,6 +922,9 @@ class _Gen:
                 return
             self.w(d, f"{tgt.id} = {self.expr(v)};")
             return
+        if isinstance(tgt, pyast.Attribute) and isinstance(tgt.value, pyast.Name) and tgt.value.id == "_ctx":
+            self.context_assign(tgt.attr, v, d)
+            return
         if isinstance(tgt, pyast.Attribute):
             lv = self.lvalue(tgt)
             k = self.kind_of(tgt, self.kinds, for_local=False)
@@ -749,9 +935,103 @@ class _Gen:
             return
         raise self.fail(f"assignment to {type(tgt).__name__}", s)
 
+    def context_assign(self, attr: str, v: pyast.expr, d: int) -> None:
+        """``_ctx.<attr> = ...``: what a tna Resubmit/Mirror emit() records for the pipeline
+        (p4sim/runtime/tna.py packs the field lists with hashes.pack_fields; so does C)."""
+        if self.arch == "tna" and attr == "resubmit_field_list":
+            nbytes = self.fill_field_list(v, "p4sw->resubmit_data", d)
+            self.resubmit_bytes = max(self.resubmit_bytes, nbytes)
+            self.w(d, f"p4sw->resubmit_set = 1; p4sw->resubmit_len = {nbytes};")
+            return
+        if self.arch == "tna" and attr == "clone_field_list":
+            nbytes = self.fill_field_list(v, "p4sw->mirror_data", d)
+            self.mirror_bytes = max(self.mirror_bytes, nbytes)
+            self.w(d, f"p4sw->mirror_len = {nbytes};")
+            return
+        if self.arch == "tna" and attr == "clone_session":
+            self.w(d, f"p4sw->clone_set = 1; p4sw->clone_session = (uint64_t)({self.expr(v)});")
+            return
+        raise self.fail(f"packet context attribute {attr} set", v)
+
+    def claim(self, reg: RegisterSpec, d: int) -> None:
+        """Tofino: a register's stateful ALU runs once per pass (switch.py's _claim)."""
+        self.w(d, f"if (p4sw->claimed[{reg.index}]) {self.raise_c(register_twice_message(reg.name))}")
+        self.w(d, f"p4sw->claimed[{reg.index}] = 1;")
+
+    def register_object(self, e: pyast.expr, scalar: bool = False) -> RegisterSpec:
+        """The register a runtime helper is called on (``scalar``: one of int cells)."""
+        if isinstance(e, pyast.Name) and e.id in self.registers:
+            reg = self.registers[e.id]
+            if not (scalar and reg.struct_class):
+                return reg
+        raise self.fail(f"register argument `{pyast.unparse(e)[:60]}`", e)
+
+    def register_load(self, reg: RegisterSpec, ix: str) -> str:
+        """Cell ``ix`` (in range) of a register as an i128."""
+        if reg.wide:
+            v = f"p4_reg_get128((const uint64_t *)p4sw->regs[{reg.index}], {ix})"
+            return f"p4_sext({v}, {reg.bitwidth})" if reg.signed else v
+        ct = "int64_t" if reg.signed else "uint64_t"
+        return f"((i128)(({ct} *)p4sw->regs[{reg.index}])[{ix}])"
+
+    def register_store(self, reg: RegisterSpec, ix: str, value: str) -> str:
+        """Register.write's store of ``value`` wrapped to the register's width (a statement)."""
+        wrapped = f"((i128)((u128)({value}) & p4_mask({reg.bitwidth})))"
+        if reg.signed:
+            wrapped = f"p4_sext({wrapped}, {reg.bitwidth})"
+        if reg.wide:
+            return f"p4_reg_set128((uint64_t *)p4sw->regs[{reg.index}], {ix}, {wrapped});"
+        ct = "int64_t" if reg.signed else "uint64_t"
+        return f"(({ct} *)p4sw->regs[{reg.index}])[{ix}] = ({ct}){wrapped};"
+
+    def field_list(self, e: pyast.expr) -> list[tuple[pyast.expr, int]]:
+        """The (value, width) pairs of a generated field-list tuple."""
+        if not isinstance(e, pyast.Tuple):
+            raise self.fail(f"field list `{pyast.unparse(e)[:60]}`", e)
+        out = []
+        for item in e.elts:
+            if not (isinstance(item, pyast.Tuple) and len(item.elts) == 2):
+                raise self.fail(f"field list item `{pyast.unparse(item)[:60]}`", item)
+            width = self.int_const(item.elts[1])
+            if not 0 < width <= MAX_INT_BITS:
+                raise self.fail(f"a field of {width} bits in a field list", item)
+            out.append((item.elts[0], width))
+        return out
+
+    def fill_field_list(self, e: pyast.expr, buf: str, d: int) -> int:
+        """Write hashes.pack_fields(<field list>) into the byte array ``buf`` (statements at
+        depth d); returns its length in bytes."""
+        setup, nbytes = self.pack_field_list(e, buf)
+        self.w(d, "{ " + " ".join(setup) + " }")
+        return nbytes
+
+    def pack_field_list(self, e: pyast.expr, buf: str) -> tuple[list[str], int]:
+        """C statements that fill ``buf`` as hashes.pack_fields does: the fields MSB first,
+        each masked to its width, zero bits padding the end to a byte."""
+        fields = self.field_list(e)
+        nbits = sum(w for _, w in fields)
+        nbytes = (nbits + 7) // 8
+        shift = nbytes * 8 - nbits          # the padding, below the last field
+        parts = [f"memset({buf}, 0, {max(nbytes, 1)});"]
+        for value, width in reversed(fields):
+            parts.append(f"p4_or_shifted({buf}, {nbytes}, (u128)({self.expr(value)}) & p4_mask({width}), "
+                         f"{shift});")
+            shift += width
+        return parts, nbytes
+
     def expr_stmt(self, e: pyast.expr, d: int) -> None:
         if isinstance(e, pyast.Call):
             fn = e.func
+            if isinstance(fn, pyast.Name) and fn.id == "_claim" and len(e.args) == 1:
+                self.claim(self.register_object(e.args[0]), d)
+                return
+            if isinstance(fn, pyast.Name) and fn.id == "_reg_write" and len(e.args) == 3:
+                # tna Register.write: claim, then Register.write (wraps to the width)
+                reg = self.register_object(e.args[0], scalar=True)
+                self.claim(reg, d)
+                ix = f"(int64_t)({self.expr(e.args[1])})"
+                self.w(d, f"if ({ix} < {reg.size}) {self.register_store(reg, ix, self.expr(e.args[2]))}")
+                return
             if isinstance(fn, pyast.Name) and fn.id in self.funcs:
                 self.w(d, f"{self.call_generated(e)};")
                 self.w(d, self.after_call())
@@ -817,6 +1097,10 @@ class _Gen:
                 self.used_classes.add(self.sm_class())
                 return f"(*({self.sm_class()} *)p4sw->cur_sm)"
             return f"{self.struct_expr(e.value)}.{e.attr}"
+        if isinstance(e, pyast.Subscript):
+            reg = self.register_of(e.value)
+            if reg is not None and reg.struct_class:
+                return f"p4_sreg_load_{reg.index}(p4sw, (int64_t)({self.expr(e.slice)}))"
         if isinstance(e, pyast.Call):
             if isinstance(e.func, pyast.Name) and e.func.id in self.classes and not e.args:
                 self.used_classes.add(e.func.id)
@@ -948,15 +1232,8 @@ class _Gen:
 
     def subscript(self, e: pyast.Subscript) -> str:
         reg = self.register_of(e.value)
-        if reg is not None:
-            ix = f"(int64_t)({self.expr(e.slice)})"
-            if reg.wide:
-                v = f"p4_reg_get128((const uint64_t *)p4sw->regs[{reg.index}], {ix})"
-                if reg.signed:
-                    v = f"p4_sext({v}, {reg.bitwidth})"
-                return v
-            ct = "int64_t" if reg.signed else "uint64_t"
-            return f"((i128)(({ct} *)p4sw->regs[{reg.index}])[{ix}])"
+        if reg is not None and not reg.struct_class:
+            return self.register_load(reg, f"(int64_t)({self.expr(e.slice)})")
         if isinstance(e.value, pyast.Name) and self.kinds.get(e.value.id, "").startswith(RESULTS):
             return f"{e.value.id}[{self.expr(e.slice)}]"
         if isinstance(e.value, pyast.Name) and self.kinds.get(e.value.id) == ARGS:
@@ -998,10 +1275,24 @@ class _Gen:
                 width = self.int_const(e.args[3])
                 return self.with_bytes(e.args[1], lambda b, n: (
                     f"p4_checksum(p4sw, {algo}, {b}, {n}, {int(payload)}, {width})"))
+            if fn.id == "_reg_exec" and len(e.args) == 2:
+                # tna Register.read: claim, then Register.read (0 out of range)
+                reg = self.register_object(e.args[0], scalar=True)
+                ix = self.tmp("ix")
+                claimed = f"p4sw->claimed[{reg.index}]"
+                fail = (f"if ({claimed}) {{ p4sw->exit_flag = P4_RAISED; p4sw->error = "
+                        f"{_c_string(register_twice_message(reg.name))}; }}")
+                return (f"({{ int64_t {ix} = (int64_t)({self.expr(e.args[1])}); {fail} {claimed} = 1; "
+                        f"{ix} < {reg.size} ? {self.register_load(reg, ix)} : (i128)0; }})")
+            if fn.id == "_csum16" and len(e.args) == 1:
+                return self.with_bytes(e.args[0], lambda b, n: f"((i128)p4_hash(3, {b}, {n}))")
             if fn.id in ("_div", "_mod") and len(e.args) == 2 and isinstance(e.args[1], pyast.Constant) \
                     and isinstance(e.args[1].value, int) and e.args[1].value > 0:
                 return f"p4_py{fn.id[1:]}({self.expr(e.args[0])}, {self.expr(e.args[1])})"
         if isinstance(fn, pyast.Attribute):
+            if fn.attr == "get" and isinstance(fn.value, pyast.Name) and fn.value.id in self.hashes \
+                    and len(e.args) == 1:
+                return self.tna_hash(self.hashes[fn.value.id], e.args[0])
             if fn.attr == "isValid" and not e.args:
                 return f"((i128){self.struct_expr(fn.value)}._v)"
             if fn.attr == "p4_eq" and len(e.args) == 1:
@@ -1012,6 +1303,19 @@ class _Gen:
                 n = self.slice_len(e.args[0].slice, e)  # type: ignore[attr-defined]
                 return f"((i128)p4_load_be({ptr}, {n}))"
         raise self.fail(f"call `{pyast.unparse(e)[:60]}`", e)
+
+    def tna_hash(self, spec: HashSpec, fields: pyast.expr) -> str:
+        """``HS_x.get(((value, width), ...))`` as switch.py's _TnaHash.get computes it."""
+        if spec.kind == "identity":
+            # the fields concatenated (unmasked, as the Python code does), then truncated
+            acc = "(u128)0"
+            for value, width in self.field_list(fields):
+                acc = f"((({acc}) << {width}) | (u128)({self.expr(value)}))"
+            return f"((i128)(({acc}) & p4_mask({spec.out_width})))"
+        buf = self.tmp("hb")
+        setup, nbytes = self.pack_field_list(fields, f"{buf}")
+        return (f"({{ uint8_t {buf}[{max(nbytes, 1)}]; {' '.join(setup)} "
+                f"(i128)p4_tna_hash_{spec.index}({buf}, {nbytes}); }})")
 
     def slice_len(self, sl: pyast.Slice, node: Any) -> int:
         # buf[off:off + N]: N must be a constant number of bytes that fits an __int128
@@ -1066,20 +1370,208 @@ class _Gen:
         return "({ " + " ".join(parts) + " " + use(buf, n) + "; })"
 
     # ------------------------------------------------------------------ pipeline
-    def deparser_bytes(self) -> int:
-        f = self.funcs[self.comp.blocks["deparser"].py_func]
-        total = 0
+    def struct_uses(self, f: _Func, methods: tuple[str, ...]) -> list[str]:
+        """The classes of the values whose ``methods`` (e.g. pack: a deparser emit) ``f``
+        calls, one entry per call."""
+        kinds = dict(zip(f.params, f.param_kinds or []))  # type: ignore[attr-defined]
+        kinds.update(f.locals)                           # inferred in type_functions
+        out = []
         for n in pyast.walk(f.node):
-            if isinstance(n, pyast.Attribute) and n.attr == "pack":
-                f.locals  # noqa: B018 -- kinds were inferred in type_functions
-                base = n.value
-                kinds = dict(zip(f.params, f.param_kinds or []))  # type: ignore[attr-defined]
-                kinds.update(f.locals)
-                cls = _cls_of(self.kind_of(base, kinds, for_local=False))
+            if isinstance(n, pyast.Attribute) and n.attr in methods:
+                cls = _cls_of(self.kind_of(n.value, kinds, for_local=False))
                 if cls is None:
-                    raise self.fail("deparser emit of an unknown value", n)
-                total += self.classes[cls].width // 8
-        return total
+                    raise self.fail(f"{n.attr} of an unknown value", n)
+                out.append(cls)
+        return out
+
+    def deparser_bytes(self, role: str) -> int:
+        """Most bytes the deparser block emits."""
+        f = self.funcs[self.comp.blocks[role].py_func]
+        return sum(self.classes[cls].width // 8 for cls in self.struct_uses(f, ("pack",)))
+
+    def block_call(self, role: str, args: dict[str, str]) -> str:
+        """C calling an architecture block (``args``: the C argument for each parameter
+        kind); an error returns P4_ERROR, an `exit` or a parser reject ends just the block."""
+        blk = self.comp.blocks[role]
+        out = [args[kind] for kind in self.funcs[blk.py_func].param_kinds or []]
+        return (f"{blk.py_func}(sw, {', '.join(out)}); "
+                f"if (sw->exit_flag == P4_RAISED) return P4_ERROR; sw->exit_flag = 0;")
+
+    # the tna intrinsic metadata the pipeline itself reads or writes: type -> fields used
+    _TNA_INTRINSICS = {
+        "ingress_intrinsic_metadata_t": ("resubmit_flag", "ingress_port", "ingress_mac_tstamp"),
+        "ingress_intrinsic_metadata_from_parser_t": ("parser_err",),
+        "ingress_intrinsic_metadata_for_deparser_t": ("drop_ctl",),
+        "ingress_intrinsic_metadata_for_tm_t": ("ucast_egress_port", "mcast_grp_a", "rid",
+                                                "bypass_egress"),
+        "egress_intrinsic_metadata_t": ("egress_port", "egress_rid", "pkt_length"),
+        "egress_intrinsic_metadata_from_parser_t": ("parser_err",),
+        "egress_intrinsic_metadata_for_deparser_t": ("drop_ctl",),
+    }
+
+    def tna_class(self, type_name: str) -> str:
+        cls = self.comp.struct_classes.get(type_name)
+        t = self.classes.get(cls or "")
+        if t is None:
+            raise CUnsupported(f"a tna program without {type_name}", self.path)
+        have = {n for n, _ in t.fields}
+        for f in self._TNA_INTRINSICS.get(type_name, ()):
+            if f not in have:
+                raise CUnsupported(f"{type_name} without {f}", self.path)
+        self.used_classes.add(cls)
+        return cls  # type: ignore[return-value]
+
+    def tna_side(self, roles: tuple[str, ...], intrinsics: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+        """One pipeline half of tna.py: one object per P4 type name, shared by every block
+        parameter of that type (tna.py's ``objs``). Returns the state struct's member lines
+        and the C argument for each parameter kind (``st`` the state pointer)."""
+        members: dict[str, str] = {}
+        for name in intrinsics:
+            members[self.tna_class(name)] = name
+        for role in roles:
+            for _, _, t in self.comp.blocks[role].params:
+                if isinstance(t, StructT):
+                    members.setdefault(t.py_class, t.name)
+        args = {_ptr(cls): f"&st->m_{cls}" for cls in members}
+        args[PKTIN] = "&pkt"
+        args[PKTOUT] = "&pout"
+        return [f"    {cls} m_{cls};" for cls in members], args
+
+    def tna_parse(self, role: str, args: dict[str, str], from_prsr: str) -> str:
+        """C starting a tna pass (``wire``/``wlen``: the packet with its prefix, ``len``: the
+        packet's own length) and running its parser (tna.py's _parse): a reject sets the
+        error's bit in parser_err; the payload is what the parser left."""
+        return f"""    sw->packet_length = len;
+    sw->rejected = 0;
+    sw->exit_flag = 0;
+    memset(sw->claimed, 0, sizeof sw->claimed);
+    p4_pktin_t pkt = {{ wire, wlen, 0 }};
+    {self.block_call(role, args)}
+    if (sw->rejected) st->m_{from_prsr}.parser_err |= p4_parser_err_bit(sw->reject_code);
+    sw->payload = wire + pkt.off;
+    sw->payload_len = wlen - pkt.off;"""
+
+    def tna_pipeline_functions(self) -> str:
+        from ..runtime.tna import PORT_METADATA_BYTES, UNSET_PORT, parser_error_bit
+        ig_md, ig_prsr, ig_dprsr, ig_tm, eg_md, eg_prsr, eg_dprsr = (
+            self.tna_class(n) for n in self._TNA_INTRINSICS)
+        ig_members, ig = self.tna_side(("ingress_parser", "ingress", "ingress_deparser"),
+                                       tuple(list(self._TNA_INTRINSICS)[:4]))
+        eg_members, eg = self.tna_side(("egress_parser", "egress", "egress_deparser"),
+                                       tuple(list(self._TNA_INTRINSICS)[4:]))
+        call = self.block_call
+        errors = self.comp.errors
+        bits = ", ".join(str(parser_error_bit(errors, code)) for code in range(len(errors))) or "0"
+        return f"""
+typedef struct p4_ig_state_t {{
+{chr(10).join(ig_members)}
+}} p4_ig_state_t;
+typedef struct p4_eg_state_t {{
+{chr(10).join(eg_members)}
+}} p4_eg_state_t;
+typedef struct p4_state_t {{ p4_ig_state_t ig; p4_eg_state_t eg; }} p4_state_t;
+
+/* tna.py's parser_error_bit for each error code */
+static const uint64_t p4_parser_err_bits[{max(1, len(errors))}] = {{ {bits} }};
+static inline uint64_t p4_parser_err_bit(int64_t code) {{
+    if (!code) return 0;
+    return code < {len(errors)} ? p4_parser_err_bits[code] : 1;
+}}
+
+/* info[] of p4_tna_ingress, read by native.py (TNA_INFO_*) */
+enum {{ I_UCAST, I_MCAST, I_RID, I_BYPASS, I_DROP, I_RESUBMIT, I_RESUBMIT_LEN, I_CLONE,
+        I_SESSION, I_MIRROR_LEN, I_LEN, I_COUNT }};
+
+/* One ingress pass (tna.py TnaPipeline._ingress up to the deparser): the parser reads the
+   intrinsic metadata, the {PORT_METADATA_BYTES} bytes of port_md (port metadata or the resubmit data), then
+   the frame. Writes the deparsed packet (headers, then the unparsed rest) to out; returns its
+   length or P4_ERROR, the traffic manager's inputs in info. */
+int64_t p4_tna_ingress(p4_switch_t *sw, uint64_t port, const uint8_t *data, int64_t len,
+                       const uint8_t *port_md, uint64_t resubmit_flag, uint64_t tstamp,
+                       uint8_t *out, uint64_t *info) {{
+    p4_ig_state_t *st = &((p4_state_t *)sw->state)->ig;
+    memset(st, 0, sizeof *st);
+    {ig_md} md = {{0}};
+    md.resubmit_flag = resubmit_flag;
+    md.ingress_port = port;
+    md.ingress_mac_tstamp = tstamp & 0xFFFFFFFFFFFFULL;
+    md._v = 1;
+    int64_t prefix = NBYTES_{ig_md} + {PORT_METADATA_BYTES}, wlen = prefix + len;
+    uint8_t *wire = p4_scratch(sw, 0, wlen);
+    if (!wire) {{ sw->error = "out of memory"; return P4_ERROR; }}
+    pack_{ig_md}(&md, wire);
+    memcpy(wire + NBYTES_{ig_md}, port_md, {PORT_METADATA_BYTES});
+    memcpy(wire + prefix, data, (size_t)len);
+    sw->resubmit_set = sw->clone_set = 0;
+    sw->resubmit_len = sw->mirror_len = 0;
+{self.tna_parse("ingress_parser", ig, ig_prsr)}
+    st->m_{ig_tm}.ucast_egress_port = {UNSET_PORT};
+    memset(sw->claimed, 0, sizeof sw->claimed);
+    {call("ingress", ig)}
+    p4_pktout_t pout = {{ out, 0 }};
+    {call("ingress_deparser", ig)}
+    memcpy(out + pout.len, sw->payload, (size_t)sw->payload_len);
+    info[I_UCAST] = st->m_{ig_tm}.ucast_egress_port;
+    info[I_MCAST] = st->m_{ig_tm}.mcast_grp_a;
+    info[I_RID] = st->m_{ig_tm}.rid;
+    info[I_BYPASS] = st->m_{ig_tm}.bypass_egress;
+    info[I_DROP] = st->m_{ig_dprsr}.drop_ctl;
+    info[I_RESUBMIT] = (uint64_t)sw->resubmit_set;
+    info[I_RESUBMIT_LEN] = (uint64_t)sw->resubmit_len;
+    info[I_CLONE] = (uint64_t)sw->clone_set;
+    info[I_SESSION] = sw->clone_session;
+    info[I_MIRROR_LEN] = (uint64_t)sw->mirror_len;
+    info[I_LEN] = (uint64_t)(pout.len + sw->payload_len);
+    return pout.len + sw->payload_len;
+}}
+
+/* One egress pass (tna.py TnaPipeline._egress) of data, the packet as ingress deparsed it.
+   Returns the frame's length (written to out), -1 when drop_ctl dropped it, P4_ERROR. */
+int64_t p4_tna_egress(p4_switch_t *sw, uint64_t eport, uint64_t rid, const uint8_t *data,
+                      int64_t len, uint8_t *out) {{
+    p4_eg_state_t *st = &((p4_state_t *)sw->state)->eg;
+    memset(st, 0, sizeof *st);
+    {eg_md} md = {{0}};
+    md.egress_port = eport;
+    md.egress_rid = rid;
+    md.pkt_length = (uint64_t)len & 0xFFFF;
+    md._v = 1;
+    int64_t wlen = NBYTES_{eg_md} + len;
+    uint8_t *wire = p4_scratch(sw, 1, wlen);
+    if (!wire) {{ sw->error = "out of memory"; return P4_ERROR; }}
+    pack_{eg_md}(&md, wire);
+    memcpy(wire + NBYTES_{eg_md}, data, (size_t)len);
+{self.tna_parse("egress_parser", eg, eg_prsr)}
+    st->m_{eg_md} = md;          /* the controls see the pipeline's metadata, not the parser's */
+    {call("egress", eg)}
+    p4_pktout_t pout = {{ out, 0 }};
+    {call("egress_deparser", eg)}
+    if (st->m_{eg_dprsr}.drop_ctl & 1) return -1;
+    memcpy(out + pout.len, sw->payload, (size_t)sw->payload_len);
+    return pout.len + sw->payload_len;
+}}
+
+/* The whole pipeline when ingress sends the packet to one port and nothing else (no
+   resubmit, mirror or multicast): returns the frame's length (port in info[I_UCAST]), -1 (no
+   output), -2 (ingress done, its deparsed packet in out and info filled: the runtime goes
+   on as tna.py does) or P4_ERROR. */
+int64_t p4_tna_process(p4_switch_t *sw, uint64_t port, const uint8_t *data, int64_t len,
+                       uint64_t tstamp, uint8_t *out, uint64_t *info) {{
+    static const uint8_t no_port_md[{PORT_METADATA_BYTES}];
+    int64_t n = p4_tna_ingress(sw, port, data, len, no_port_md, 0, tstamp, out, info);
+    if (n == P4_ERROR) return P4_ERROR;
+    if (info[I_RESUBMIT] || info[I_CLONE] || info[I_MCAST]) return -2;
+    if (info[I_DROP] & 1) return -1;
+    if (info[I_UCAST] == {UNSET_PORT}) return -1;
+    if (info[I_BYPASS]) return n;
+    uint8_t *deparsed = p4_scratch(sw, 2, n);
+    if (!deparsed) {{ sw->error = "out of memory"; return P4_ERROR; }}
+    memcpy(deparsed, out, (size_t)n);
+    return p4_tna_egress(sw, info[I_UCAST], info[I_RID], deparsed, n, out);
+}}
+
+size_t p4_state_size(void) {{ return sizeof(p4_state_t); }}
+"""
 
     def pipeline_functions(self) -> str:
         b = self.comp.blocks
@@ -1092,14 +1584,7 @@ class _Gen:
             if needed not in names:
                 raise CUnsupported(f"standard_metadata_t without {needed}", self.path)
 
-        def call(role: str, args: dict[str, str]) -> str:
-            blk = b[role]
-            out = []
-            for (_, _, t), kind in zip(blk.params, self.funcs[blk.py_func].param_kinds or []):
-                out.append(args[kind])
-            return (f"{blk.py_func}(sw, {', '.join(out)}); "
-                    f"if (sw->exit_flag == 2) return P4_ERROR; sw->exit_flag = 0;")
-
+        call = self.block_call
         ing = {_ptr(hdr_t): "&st->hdr", _ptr(meta_t): "&st->meta", _ptr(sm_t): "&st->sm", PKTIN: "&pkt"}
         eg = {_ptr(hdr_t): "&st.hdr", _ptr(meta_t): "&st.meta", _ptr(sm_t): "&st.sm", PKTOUT: "&pout"}
         return f"""
@@ -1171,6 +1656,17 @@ size_t p4_state_size(void) {{ return sizeof(p4_state_t); }}
 """
 
 
+def _may_raise(e: pyast.expr) -> bool:
+    """Whether an expression calls a runtime helper that can raise a DataplaneError."""
+    return any(isinstance(n, pyast.Call) and isinstance(n.func, pyast.Name) and n.func.id == "_reg_exec"
+               for n in pyast.walk(e))
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of ``text``."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _balanced(s: str) -> bool:
     depth = 0
     for ch in s:
@@ -1222,9 +1718,10 @@ def _find_unsupported(node: Any) -> tuple[str, Any] | None:
 
 
 def generate_c(comp: CompiledProgram, path: str) -> CProgram:
-    """Translate a compiled v1model program to C; :class:`CUnsupported` names what is not."""
-    if comp.arch != "v1model":
-        raise CUnsupported(f"the {comp.arch} architecture (v1model only)", path)
+    """Translate a compiled v1model or tna program to C; :class:`CUnsupported` names what
+    is not supported."""
+    if comp.arch not in ARCH_ROLES:
+        raise CUnsupported(f"the {comp.arch} architecture", path)
     _scan_p4_blocks(comp, path)
     try:
         return _Gen(comp, path).generate()
@@ -1245,6 +1742,11 @@ typedef unsigned __int128 u128;
 #define P4_UNICAST 1
 #define P4_MULTICAST 2
 #define P4_ERROR (-3)                    /* a DataplaneError: see p4_error() */
+
+/* p4_switch_t.exit_flag: what unwinds the generated functions (0: nothing) */
+#define P4_EXITING 1                     /* `exit`: up to the block's handler */
+#define P4_RAISED 2                      /* a DataplaneError: up to the pipeline */
+#define P4_REJECT 3                      /* a parser reject: up to the pipeline */
 
 typedef struct p4_pktin_t { const uint8_t *buf; int64_t len; int64_t off; } p4_pktin_t;
 typedef struct p4_pktout_t { uint8_t *buf; int64_t len; } p4_pktout_t;
@@ -1349,6 +1851,84 @@ static inline uint64_t p4_hash(int algo, const uint8_t *d, int64_t n) {
     return 0;
 }
 
+/* ---- tna Hash: a CRC as hashes.crc_function computes it (Rocksoft parameters, width <= 64),
+   XOR of big-endian words, and hashes.tna_hash_output */
+typedef struct p4_crc_t {
+    int width, reflected, refl_in, refl_out, shift, hi;
+    uint64_t rmask, start, xorout;
+    uint64_t table[256];
+} p4_crc_t;
+
+static inline u128 p4_mask(int w) { return w >= 128 ? ~(u128)0 : ((u128)1 << w) - 1; }
+
+static inline uint64_t p4_reflect(uint64_t v, int w) {
+    uint64_t r = 0;
+    for (int i = 0; i < w; i++) { r = (r << 1) | (v & 1); v >>= 1; }
+    return r;
+}
+
+static inline void p4_crc_init(p4_crc_t *c, int w, uint64_t poly, uint64_t init, uint64_t xorout,
+                               int refl_in, int refl_out) {
+    uint64_t mask = (uint64_t)p4_mask(w);
+    c->width = w; c->xorout = xorout; c->refl_in = refl_in; c->refl_out = refl_out;
+    c->reflected = refl_in && refl_out;
+    if (c->reflected) {                  /* LSB-first register */
+        uint64_t rpoly = p4_reflect(poly, w);
+        for (int i = 0; i < 256; i++) {
+            uint64_t r = (uint64_t)i;
+            for (int k = 0; k < 8; k++) r = (r & 1) ? (r >> 1) ^ rpoly : r >> 1;
+            c->table[i] = r;
+        }
+        c->start = p4_reflect(init & mask, w);
+        return;
+    }
+    /* MSB-first; widths below 8 run in an 8-bit register shifted left */
+    int shift = w < 8 ? 8 - w : 0, rw = w + shift;
+    uint64_t rmask = (uint64_t)p4_mask(rw), top = 1ULL << (rw - 1), p = poly << shift;
+    for (int i = 0; i < 256; i++) {
+        uint64_t r = (uint64_t)i << (rw - 8);
+        for (int k = 0; k < 8; k++) r = (r & top) ? ((r << 1) ^ p) & rmask : (r << 1) & rmask;
+        c->table[i] = r;
+    }
+    c->start = (init & mask) << shift;
+    c->shift = shift; c->hi = rw - 8; c->rmask = rmask;
+}
+
+static inline uint64_t p4_crc(const p4_crc_t *c, const uint8_t *d, int64_t n) {
+    uint64_t r = c->start;
+    if (c->reflected) {
+        for (int64_t i = 0; i < n; i++) r = c->table[(r ^ d[i]) & 0xFF] ^ (r >> 8);
+        return r ^ c->xorout;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t b = c->refl_in ? p4_reflect(d[i], 8) : d[i];
+        r = c->table[((r >> c->hi) ^ b) & 0xFF] ^ ((r << 8) & c->rmask);
+    }
+    r >>= c->shift;
+    if (c->refl_out) r = p4_reflect(r, c->width);
+    return r ^ c->xorout;
+}
+
+static inline uint64_t p4_xor_words(const uint8_t *d, int64_t n, int k) {
+    uint64_t x = 0;
+    for (int64_t i = 0; i < n; i += k) {
+        uint64_t word = 0;
+        for (int j = 0; j < k; j++) word = (word << 8) | (i + j < n ? d[i + j] : 0);
+        x ^= word;
+    }
+    return x;
+}
+
+static inline uint64_t p4_hash_output(uint64_t value, int value_width, int out_width, int msb, int extend) {
+    if (out_width <= value_width)
+        return msb ? value >> (value_width - out_width) : value & (uint64_t)p4_mask(out_width);
+    if (!extend) return value;
+    u128 out = value;
+    for (int filled = value_width; filled < out_width; filled += value_width)
+        out = (out << value_width) | value;
+    return (uint64_t)(out & p4_mask(out_width));
+}
+
 static inline i128 p4_v1hash(int algo, const uint8_t *d, int64_t n, i128 base, i128 max, int width) {
     i128 h = (i128)p4_hash(algo, d, n);
     if (max) h = p4_pymod(h, max);
@@ -1378,12 +1958,35 @@ typedef struct p4_switch_t {
     int64_t packet_length;
     const uint8_t *payload;
     int64_t payload_len;
-    int exit_flag, rejected;             /* exit_flag: 1 `exit` under way, 2 a DataplaneError */
+    int exit_flag, rejected;             /* exit_flag: P4_EXITING, P4_RAISED, P4_REJECT or 0 */
     int64_t reject_code;
     const char *error;                   /* the DataplaneError's message */
+    uint8_t claimed[P4_NREGS];           /* tna: registers executed in this pass */
+    int resubmit_set, clone_set;         /* tna: Resubmit.emit / Mirror.emit in this pass */
+    uint64_t clone_session;
+    int64_t resubmit_len, mirror_len;
+    uint8_t resubmit_data[P4_RESUBMIT_BYTES], mirror_data[P4_MIRROR_BYTES];
+    uint8_t *scratch[3];                 /* tna: packets with their prefixes, grown on demand */
+    int64_t scratch_cap[3];
 } p4_switch_t;
 
 const char *p4_error(p4_switch_t *sw) { return sw->error ? sw->error : ""; }
+
+/* The resubmit (which 0) or mirror (1) field list of the last ingress pass. */
+const uint8_t *p4_pass_data(p4_switch_t *sw, int64_t which) {
+    return which ? sw->mirror_data : sw->resubmit_data;
+}
+
+static inline uint8_t *p4_scratch(p4_switch_t *sw, int i, int64_t need) {
+    if (need > sw->scratch_cap[i]) {
+        int64_t cap = need < 4096 ? 4096 : 2 * need;
+        uint8_t *p = realloc(sw->scratch[i], (size_t)cap);
+        if (!p) return 0;
+        sw->scratch[i] = p;
+        sw->scratch_cap[i] = cap;
+    }
+    return sw->scratch[i];
+}
 
 static inline int64_t p4_table_lookup(p4_table_t *t, const uint64_t *key, const uint64_t **args, int64_t *entry);
 
@@ -1505,7 +2108,7 @@ static inline int64_t p4_table_lookup(p4_table_t *t, const uint64_t *key, const 
 
 p4_switch_t *p4_new(void) {
     static int hash_ready;
-    if (!hash_ready) { p4_hash_init(); hash_ready = 1; }
+    if (!hash_ready) { p4_hash_init(); p4_program_init(); hash_ready = 1; }
     p4_switch_t *sw = calloc(1, sizeof *sw);
     if (!sw) return 0;
     sw->state = calloc(1, p4_state_size());
@@ -1515,6 +2118,7 @@ p4_switch_t *p4_new(void) {
 
 void p4_free(p4_switch_t *sw) {
     for (int t = 0; t < P4_NTABLES; t++) p4_table_free(&sw->tables[t]);
+    for (int i = 0; i < 3; i++) free(sw->scratch[i]);
     free(sw->state);
     free(sw);
 }

@@ -92,7 +92,7 @@ class Register:
         wide = _WideCells(self.size, self.bitwidth, self.signed)
         wide[:] = old
         self.values = wide                           # type: ignore[assignment]
-        self._shared_address = ctypes.addressof(wide.words)
+        self._shared_address = wide.address
         return self._shared_address
 
     def cp_read(self, index: int) -> int:
@@ -111,41 +111,88 @@ class Register:
         self.values[index] = self._wrap(value)
 
 
-class _WideCells:
-    """Register cells wider than 64 bits (up to 128) in a C array of two 64-bit words per
-    cell, low word first, indexed like a list of ints."""
+class _CellArray:
+    """Register cells in a C array of 64-bit words (``words``, shared with compiled code),
+    indexed like a list: subclasses convert one cell with ``_get``/``_set``."""
 
-    def __init__(self, size: int, bitwidth: int, signed: bool) -> None:
+    def __init__(self, size: int, words_per_cell: int) -> None:
         import ctypes
         self.size = size
-        self.bitwidth = bitwidth
-        self.signed = signed
-        self.words = (ctypes.c_uint64 * max(2, 2 * size))()
+        self.words = (ctypes.c_uint64 * max(1, size * words_per_cell))()
+        self.address = ctypes.addressof(self.words)
+
+    def _get(self, index: int):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def _set(self, index: int, value) -> None:  # type: ignore[no-untyped-def]
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return self.size
 
-    def __getitem__(self, index: int) -> int:
+    def __getitem__(self, index: int):  # type: ignore[no-untyped-def]
         if not 0 <= index < self.size:
             raise IndexError(index)
+        return self._get(index)
+
+    def __setitem__(self, index: int | slice, value) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            for i, v in zip(range(*index.indices(self.size)), value, strict=True):
+                self._set(i, v)
+            return
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        self._set(index, value)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return (self._get(i) for i in range(self.size))
+
+
+class _WideCells(_CellArray):
+    """Register cells wider than 64 bits (up to 128): two 64-bit words per cell, low word
+    first; ints."""
+
+    def __init__(self, size: int, bitwidth: int, signed: bool) -> None:
+        super().__init__(size, 2)
+        self.bitwidth = bitwidth
+        self.signed = signed
+
+    def _get(self, index: int) -> int:
         v = self.words[2 * index] | (self.words[2 * index + 1] << 64)
         if self.signed and v >> (self.bitwidth - 1):
             v -= 1 << self.bitwidth
         return v
 
-    def __setitem__(self, index: int | slice, value) -> None:  # type: ignore[no-untyped-def]
-        if isinstance(index, slice):
-            for i, v in zip(range(*index.indices(self.size)), value, strict=True):
-                self[i] = v
-            return
-        if not 0 <= index < self.size:
-            raise IndexError(index)
+    def _set(self, index: int, value: int) -> None:
         v = value & ((1 << 128) - 1)
         self.words[2 * index] = v & 0xFFFFFFFFFFFFFFFF
         self.words[2 * index + 1] = v >> 64
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return (self[i] for i in range(self.size))
+
+class _StructCells(_CellArray):
+    """Register<struct> cells: one 64-bit word per field (its raw bits); a read builds a new
+    element object, a write stores its fields."""
+
+    def __init__(self, size: int, fields: list[tuple[str, int, bool]], cls: type | None) -> None:
+        super().__init__(size, len(fields))
+        self.fields = fields
+        self.cls = cls
+
+    def _get(self, index: int):  # type: ignore[no-untyped-def]
+        assert self.cls is not None, "element class not bound yet"
+        obj = self.cls()
+        base = index * len(self.fields)
+        for k, (name, width, signed) in enumerate(self.fields):
+            v = self.words[base + k]
+            if signed and v >> (width - 1):
+                v -= 1 << width
+            setattr(obj, name, v)
+        return obj
+
+    def _set(self, index: int, value) -> None:  # type: ignore[no-untyped-def]
+        base = index * len(self.fields)
+        for k, (name, width, _) in enumerate(self.fields):
+            self.words[base + k] = getattr(value, name) & ((1 << width) - 1)
 
 
 class StructRegister:
@@ -166,7 +213,20 @@ class StructRegister:
 
     def bind_class(self, cls: type) -> None:
         self._cls = cls
+        if isinstance(self.values, _StructCells):
+            self.values.cls = cls
         self.reset()
+
+    def use_shared_storage(self) -> int:
+        """Move the cells into a C array (the C backend; see Register.use_shared_storage):
+        one 64-bit word per field, the field's raw bits. ``values`` then builds element
+        objects on reading and stores their fields on writing, so the generated Python code,
+        the control plane and the compiled code all see the same cells."""
+        if not isinstance(self.values, _StructCells):
+            self.values = _StructCells(self.size, self.fields, self._cls)  # type: ignore[assignment]
+            if self._cls is not None:
+                self.reset()
+        return self.values.address
 
     def _new(self, values: tuple[int, ...]):
         obj = self._cls()

@@ -233,8 +233,15 @@ def tna_crc(coeff: int, width: int, reverse: bool, init: int, xor: int) -> Calla
     ``reversed`` argument) reflects input and output. bf-utils (dynamic_hash/
     bfn_hash_algorithm.c, calculate_crc) loads ``init`` into the register as is, i.e. into the
     *reflected* register when reversed, hence the conversion to the Rocksoft init here."""
+    return crc_function(tna_crc_spec(coeff, width, reverse, init, xor))
+
+
+def tna_crc_spec(coeff: int, width: int, reverse: bool, init: int, xor: int) -> CrcSpec:
+    """The Rocksoft parameters of a tna CRCPolynomial (see :func:`tna_crc`)."""
+    if width < 1:
+        raise ValueError("CRC width must be >= 1")
     rocksoft_init = _reflect(init, width) if reverse else init
-    return crc(coeff, width, rocksoft_init, xor, reverse, reverse)
+    return CrcSpec(width, coeff, rocksoft_init, xor, reverse, reverse)
 
 
 def tna_hash_output(value: int, value_width: int, out_width: int, msb: bool = False,
@@ -266,5 +273,5 @@ TNA_PREDEFINED: dict[str, CrcSpec] = {
 }
 
 __all__ = ["pack_fields", "CrcSpec", "crc_function", "crc", "csum16", "identity", "compute",
-           "hash_fields", "v1model_hash", "tna_crc", "tna_hash_output", "ALGORITHMS",
+           "hash_fields", "v1model_hash", "tna_crc", "tna_crc_spec", "tna_hash_output", "ALGORITHMS",
            "TNA_PREDEFINED", "CRC16", "CRC32", "CRC8", "CRC_CCITT", "CRC64_BMV2", "CRC64_ECMA"]

@@ -1,4 +1,4 @@
-"""The native (C) backend: build the C translation of a v1model program and run packets in it.
+"""The native (C) backend: build the C translation of a v1model or tna program and run packets in it.
 
 ``load_native(program)`` generates C (p4sim/backend/cgen.py), compiles it with the system C
 compiler into a shared library cached under ``$P4SIM_CACHE_DIR`` (default
@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 from array import array
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING
 from ..backend.cgen import CProgram, CUnsupported, generate_c
 from ..errors import CompileError
 from .rt import DataplaneError
+from .tna import MAX_PASSES as TNA_MAX_PASSES
+from .tna import PORT_METADATA_BYTES, UNSET_PORT
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -40,6 +43,9 @@ BACKENDS = ("auto", "python", "c")
 DEFAULT_BACKEND = "auto"       # C where supported (identical outputs), else Python
 REPLICATION = 5            # v1model instance_type of a multicast copy
 ERROR = -3                 # P4_ERROR of the generated C: the program raised a DataplaneError
+# p4_tna_ingress's info[] (the enum in cgen.tna_pipeline_functions)
+(TNA_UCAST, TNA_MCAST, TNA_RID, TNA_BYPASS, TNA_DROP, TNA_RESUBMIT, TNA_RESUBMIT_LEN, TNA_CLONE,
+ TNA_SESSION, TNA_MIRROR_LEN, TNA_LEN, TNA_INFO_COUNT) = range(12)
 _U64 = (1 << 64) - 1
 
 
@@ -126,14 +132,25 @@ class NativeProgram:
         lib.p4_bind_register.argtypes = [vp, i64, vp]
         lib.p4_table_load.restype = ctypes.c_int
         lib.p4_table_load.argtypes = [vp, i64, i64, i64, i64, i64, vp, i64, vp, i64, vp]
-        lib.p4_process.restype = i64
-        lib.p4_process.argtypes = [vp, u64, ctypes.c_char_p, i64, vp, pu64]
-        lib.p4_ingress.restype = i64
-        lib.p4_ingress.argtypes = [vp, u64, ctypes.c_char_p, i64, u64, pu64]
-        lib.p4_egress.restype = i64
-        lib.p4_egress.argtypes = [vp, u64, u64, u64, u64, vp]
         lib.p4_error.restype = ctypes.c_char_p
         lib.p4_error.argtypes = [vp]
+        if cprog.arch == "tna":
+            lib.p4_tna_process.restype = i64
+            lib.p4_tna_process.argtypes = [vp, u64, ctypes.c_char_p, i64, u64, vp, vp]
+            lib.p4_tna_ingress.restype = i64
+            lib.p4_tna_ingress.argtypes = [vp, u64, ctypes.c_char_p, i64, ctypes.c_char_p, u64, u64,
+                                           vp, vp]
+            lib.p4_tna_egress.restype = i64
+            lib.p4_tna_egress.argtypes = [vp, u64, u64, ctypes.c_char_p, i64, vp]
+            lib.p4_pass_data.restype = vp
+            lib.p4_pass_data.argtypes = [vp, i64]
+        else:
+            lib.p4_process.restype = i64
+            lib.p4_process.argtypes = [vp, u64, ctypes.c_char_p, i64, vp, pu64]
+            lib.p4_ingress.restype = i64
+            lib.p4_ingress.argtypes = [vp, u64, ctypes.c_char_p, i64, u64, pu64]
+            lib.p4_egress.restype = i64
+            lib.p4_egress.argtypes = [vp, u64, u64, u64, u64, vp]
         self.lib = lib
 
 
@@ -159,8 +176,17 @@ def load_native(program: "Program") -> NativeProgram:
     return native
 
 
+def native_pipeline(sw: "Switch", native: NativeProgram) -> "NativePipeline":
+    """The pipeline of ``sw`` on its program's C build (V1ModelPipeline's or TnaPipeline's
+    contract)."""
+    if native.cprog.arch == "tna":
+        return NativeTnaPipeline(sw, native)
+    return NativePipeline(sw, native)
+
+
 class NativePipeline:
-    """V1ModelPipeline's contract on the compiled C program."""
+    """V1ModelPipeline's contract on the compiled C program (the tna subclass below shares
+    the switch state, registers and tables)."""
 
     def __init__(self, sw: "Switch", native: NativeProgram) -> None:
         self.sw = sw
@@ -186,6 +212,9 @@ class NativePipeline:
         self._out_size = 0
         self._ensure_out(2048)
         self._timestamps = cprog.reads_timestamps
+        self._bind_entry_points(lib)
+
+    def _bind_entry_points(self, lib: ctypes.CDLL) -> None:
         self._process = lib.p4_process
         self._ingress = lib.p4_ingress
         self._egress = lib.p4_egress
@@ -242,12 +271,16 @@ class NativePipeline:
             raise MemoryError(f"loading table {table.name} into the native backend")
 
     # ------------------------------------------------------------------ packets
-    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+    def _begin(self, n: int) -> None:
+        """Before a packet of n bytes: tables up to date, the output buffer large enough."""
         if self._stale:
             self._refresh_tables()
-        n = len(data)
         if n + self.native.cprog.max_header_bytes + 64 > self._out_size:
             self._ensure_out(n)
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        n = len(data)
+        self._begin(n)
         if self._timestamps:
             return self._process_with_timestamps(port, data)
         r = self._process(self._handle, port, data, n, self._out_addr, self._argp)
@@ -294,6 +327,95 @@ class NativePipeline:
         return out
 
 
+class NativeTnaPipeline(NativePipeline):
+    """TnaPipeline's contract on the compiled C program: C runs each ingress and egress pass
+    (the usual unicast packet in one call); resubmits, mirror copies, multicast replicas and
+    the pass limit are driven here in TnaPipeline's order."""
+
+    def _bind_entry_points(self, lib: ctypes.CDLL) -> None:
+        self._tna_process = lib.p4_tna_process
+        self._tna_ingress = lib.p4_tna_ingress
+        self._tna_egress = lib.p4_tna_egress
+        self._info = (ctypes.c_uint64 * TNA_INFO_COUNT)()
+        self._info_addr = ctypes.addressof(self._info)
+        self._resubmit_addr = lib.p4_pass_data(self._handle, 0)
+        self._mirror_addr = lib.p4_pass_data(self._handle, 1)
+
+    def _tstamp(self) -> int:
+        # read where TnaPipeline reads it (once per ingress pass), only if the program can see it
+        return int(self.sw.now() * 1e9) & 0xFFFFFFFFFFFF if self._timestamps else 0
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        n = len(data)
+        self._begin(n)
+        info = self._info
+        r = self._tna_process(self._handle, port, data, n, self._tstamp(), self._out_addr,
+                              self._info_addr)
+        if r >= 0:
+            return [(info[TNA_UCAST], ctypes.string_at(self._out_addr, r))]
+        if r == -1:
+            return []
+        if r == ERROR:
+            self._raise()
+        out: list[tuple[int, bytes]] = []
+        work: deque = deque()
+        self._after_ingress(port, data, 0, ctypes.string_at(self._out_addr, info[TNA_LEN]), work, out)
+        while work:
+            item = work.popleft()
+            if item[0] == "ingress":
+                self._ingress_pass(*item[1:], work, out)
+            else:
+                self._egress_pass(*item[1:], out)
+        return out
+
+    def _ingress_pass(self, port: int, data: bytes, resubmit_data: bytes, passes: int,
+                      work: deque, out: list) -> None:
+        self._ensure_out(len(data))
+        port_md = resubmit_data.ljust(PORT_METADATA_BYTES, b"\0")[:PORT_METADATA_BYTES]
+        r = self._tna_ingress(self._handle, port, data, len(data), port_md, 1, self._tstamp(),
+                              self._out_addr, self._info_addr)
+        if r == ERROR:
+            self._raise()
+        self._after_ingress(port, data, passes, ctypes.string_at(self._out_addr, r), work, out)
+
+    def _after_ingress(self, port: int, data: bytes, passes: int, deparsed: bytes,
+                       work: deque, out: list) -> None:
+        """TnaPipeline._ingress after the deparser: mirror copies, resubmit, drop, multicast
+        and unicast, in its order."""
+        info = self._info
+        sw = self.sw
+        if info[TNA_CLONE]:
+            mirror_hdr = ctypes.string_at(self._mirror_addr, info[TNA_MIRROR_LEN])
+            for eport, rid in sw.pre.clone_replicas(info[TNA_SESSION]):
+                work.append(("egress", eport, rid, mirror_hdr + deparsed))
+        if info[TNA_RESUBMIT]:
+            if passes < TNA_MAX_PASSES:
+                resubmit_data = ctypes.string_at(self._resubmit_addr, info[TNA_RESUBMIT_LEN])
+                work.append(("ingress", port, data, resubmit_data, passes + 1))
+            return
+        if info[TNA_DROP] & 1:
+            return
+        targets: list[tuple[int, int]] = []
+        if info[TNA_MCAST]:
+            targets.extend(sw.pre.multicast_replicas(info[TNA_MCAST]))
+        if info[TNA_UCAST] != UNSET_PORT:
+            targets.append((info[TNA_UCAST], info[TNA_RID]))
+        bypass = info[TNA_BYPASS]
+        for eport, rid in targets:
+            if bypass:
+                out.append((eport, deparsed))
+            else:
+                work.append(("egress", eport, rid, deparsed))
+
+    def _egress_pass(self, eport: int, rid: int, data: bytes, out: list) -> None:
+        self._ensure_out(len(data))
+        r = self._tna_egress(self._handle, eport, rid, data, len(data), self._out_addr)
+        if r == ERROR:
+            self._raise()
+        if r >= 0:
+            out.append((eport, ctypes.string_at(self._out_addr, r)))
+
+
 class _Finalizer:
     """Frees the C switch state when the pipeline goes away."""
 
@@ -307,5 +429,6 @@ class _Finalizer:
             self._handle = 0
 
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "NativePipeline", "NativeProgram", "NativeUnavailable",
-           "build_shared_library", "load_native", "resolve_backend"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "NativePipeline", "NativeProgram", "NativeTnaPipeline",
+           "NativeUnavailable", "build_shared_library", "load_native", "native_pipeline",
+           "resolve_backend"]

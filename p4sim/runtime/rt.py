@@ -22,6 +22,13 @@ class DataplaneError(Exception):
     """The program did something the target refuses at run time (bmv2 would abort)."""
 
 
+def register_twice_message(register: str) -> str:
+    """The DataplaneError of a second RegisterAction execution on one register in one pass
+    (tna; both backends raise it)."""
+    return (f"register {register} accessed twice in one pipeline pass "
+            "(Tofino allows one RegisterAction execution per pass)")
+
+
 class Stack:
     """A header stack: ``items`` plus bmv2's ``nextIndex``."""
 

@@ -15,7 +15,7 @@ from . import hashes
 from .externs import Counter, Meter, Register, StructRegister
 from .model import ActionCall, FieldMatch, ProgramInfo, TableEntry
 from .pre import PacketReplicationEngine
-from .rt import DataplaneError, PacketContext
+from .rt import DataplaneError, PacketContext, register_twice_message
 from .tables import Table
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class Switch:
         self._install_helpers(ns)
         for obj in program.compiled.objects:
             made = ns[obj.py_name] = self._make_object(obj.kind, obj.params)
-            if native is not None and obj.kind == "register":
+            if native is not None and obj.kind in ("register", "struct_register"):
                 made.use_shared_storage()       # before the Python code binds `values`
             if obj.kind in ("register", "struct_register"):
                 # generated code indexes the value list directly (see backend/externs.py)
@@ -96,8 +96,8 @@ class Switch:
                 ns[obj.py_name].bind_class(ns[obj.params["struct_class"]])
         self.ns = ns
         if native is not None:
-            from .native import NativePipeline
-            self.pipeline: Any = NativePipeline(self, native)
+            from .native import native_pipeline
+            self.pipeline: Any = native_pipeline(self, native)
         elif program.arch == "v1model":
             from .v1model import V1ModelPipeline
             self.pipeline = V1ModelPipeline(self)
@@ -188,8 +188,7 @@ class Switch:
             # Tofino: a register's single stateful ALU runs once per packet pass.
             passed = ns["_ctx"].register_pass
             if reg.name in passed:
-                raise DataplaneError(f"register {reg.name} accessed twice in one pipeline pass "
-                                     "(Tofino allows one RegisterAction execution per pass)")
+                raise DataplaneError(register_twice_message(reg.name))
             passed.add(reg.name)
 
         def fmt(msg: str, data: tuple) -> str:

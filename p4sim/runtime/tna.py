@@ -28,8 +28,17 @@ if TYPE_CHECKING:
 
 UNSET_PORT = 511
 MAX_PASSES = 16
+PORT_METADATA_BYTES = 8     # after ingress_intrinsic_metadata_t: port metadata or resubmit data
 _PARSER_ERROR_BITS = {"NoMatch": 0x1, "PacketTooShort": 0x2, "StackOutOfBounds": 0x4,
                       "HeaderTooShort": 0x2, "ParserTimeout": 0x8}
+
+
+def parser_error_bit(errors: list[str], code: int) -> int:
+    """The ``parser_err`` bit a parser reject with error ``code`` sets (0: no error)."""
+    if not code:
+        return 0
+    name = errors[code] if code < len(errors) else ""
+    return _PARSER_ERROR_BITS.get(name, 0x1)
 
 
 class TnaPipeline:
@@ -63,9 +72,8 @@ class TnaPipeline:
             self._run(role, objs, pkt)
         except ParserReject as e:
             pkt.off = e.offset
-            name = self.errors[e.error_code] if e.error_code < len(self.errors) else ""
             md = objs.setdefault(from_prsr, self._new(from_prsr))
-            md.parser_err |= _PARSER_ERROR_BITS.get(name, 0x1) if e.error_code else 0
+            md.parser_err |= parser_error_bit(self.errors, e.error_code)
         except ExitBlock:
             pass
         return data[pkt.off:]
@@ -90,7 +98,7 @@ class TnaPipeline:
         ig_md.ingress_port = port
         ig_md.ingress_mac_tstamp = int(sw.now() * 1e9) & 0xFFFFFFFFFFFF
         ig_md._v = True
-        port_md = (resubmit_data or b"").ljust(8, b"\0")[:8]
+        port_md = (resubmit_data or b"").ljust(PORT_METADATA_BYTES, b"\0")[:PORT_METADATA_BYTES]
         wire = ig_md.pack() + port_md + data
         objs: dict[str, Any] = {}
         ctx = PacketContext(len(data))
