@@ -226,6 +226,63 @@ def test_ina_v1model_differential() -> None:
     assert _compare(py, c, _ina_frames(rng, 1000)) > 200
 
 
+# ---------------------------------------------------------------------------- v1model externs
+
+TRUNCATE_P4 = r"""
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+header cut_t { bit<8> port; bit<8> ingress_len; bit<8> egress_len; bit<8> mcast; }
+struct headers_t { ethernet_t ethernet; cut_t cut; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) { 0x88b7: parse_cut; default: accept; }
+    }
+    state parse_cut { pkt.extract(hdr.cut); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = (bit<9>) hdr.cut.port;
+        if (hdr.cut.mcast != 0) { sm.mcast_grp = (bit<16>) hdr.cut.mcast; }
+        // an ingress truncate() has no effect (bmv2 and p4sim truncate in egress only)
+        if (hdr.cut.ingress_len != 0) { truncate((bit<32>) hdr.cut.ingress_len); }
+    }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.cut.egress_len != 0) { truncate((bit<32>) hdr.cut.egress_len + (bit<32>) sm.egress_rid); }
+    }
+}
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
+"""
+
+
+@needs_cc
+def test_truncate_differential(tmp_path: Path) -> None:
+    path = tmp_path / "truncate.p4"
+    path.write_text(TRUNCATE_P4)
+    py, c = _pair(path)
+    for sw in (py, c):
+        sw.pre.insert_group(3, [(1, 0), (2, 5), (4, 9)])
+    rng = random.Random(14)
+    frames = []
+    for _ in range(2000):
+        cut = bytes([rng.randrange(6), rng.choice([0, 0, 10, 40]), rng.choice([0, 1, 14, 20, 30, 200]),
+                     rng.choice([0, 0, 0, 3, 7])])
+        frame = bytes(12) + b"\x88\xb7" + cut + bytes(rng.getrandbits(8) for _ in range(rng.randrange(60)))
+        frames.append((1, _mutate(rng, frame) if rng.random() < 0.1 else frame))
+    assert _compare(py, c, frames) > 1000
+    long = bytes(12) + b"\x88\xb7" + bytes([2, 10, 20, 0]) + bytes(50)
+    assert c.process(1, long) == py.process(1, long) == [(2, long[:20])]   # egress's length wins
+    to_group = bytes(12) + b"\x88\xb7" + bytes([2, 0, 14, 3]) + bytes(50)
+    assert [len(f) for _, f in c.process(1, to_group)] == [14, 19, 23]       # 14 + egress_rid
+
+
 # ---------------------------------------------------------------------------- selection, errors
 
 @needs_cc

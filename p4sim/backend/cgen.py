@@ -46,7 +46,7 @@ _UNSUPPORTED_CALLS = {
     "clone": "clone", "clone3": "clone3", "clone_preserving_field_list": "clone",
     "resubmit": "resubmit", "resubmit_preserving_field_list": "resubmit",
     "recirculate": "recirculate", "recirculate_preserving_field_list": "recirculate",
-    "digest": "digest", "truncate": "truncate", "random": "random", "log_msg": "log_msg",
+    "digest": "digest", "random": "random", "log_msg": "log_msg",
     "assert": "assert", "assume": "assume", "count": "counter.count", "execute_meter": "meter",
     "read": None, "write": None,
 }
@@ -948,6 +948,10 @@ class _Gen:
             self.mirror_bytes = max(self.mirror_bytes, nbytes)
             self.w(d, f"p4sw->mirror_len = {nbytes};")
             return
+        if self.arch == "v1model" and attr == "truncate_length":
+            # v1model truncate(): only the egress pass's value counts (a new context per pass)
+            self.w(d, f"p4sw->truncate_length = (int64_t)({self.expr(v)});")
+            return
         if self.arch == "tna" and attr == "clone_session":
             self.w(d, f"p4sw->clone_set = 1; p4sw->clone_session = (uint64_t)({self.expr(v)});")
             return
@@ -1631,13 +1635,17 @@ int64_t p4_egress(p4_switch_t *sw, uint64_t eport, uint64_t rid, uint64_t instan
     sw->cur_sm = (void *)&st.sm;
     sw->packet_length = (int64_t)st.sm.packet_length;
     sw->exit_flag = 0;
+    sw->truncate_length = 0;
     {call("egress", eg)}
     if (st.sm.egress_spec == {V1_DROP_PORT}) return -1;
     {call("compute_checksum", eg)}
     p4_pktout_t pout = {{ out, 0 }};
     {call("deparser", eg)}
     memcpy(out + pout.len, sw->payload, (size_t)sw->payload_len);
-    return pout.len + sw->payload_len;
+    int64_t n = pout.len + sw->payload_len;
+    /* truncate(): V1ModelPipeline cuts the deparsed frame to the egress pass's length */
+    if (sw->truncate_length && n > sw->truncate_length) n = sw->truncate_length;
+    return n;
 }}
 
 /* Both halves in one call for the common case (unicast or drop, no timestamps read):
@@ -1961,6 +1969,7 @@ typedef struct p4_switch_t {
     int exit_flag, rejected;             /* exit_flag: P4_EXITING, P4_RAISED, P4_REJECT or 0 */
     int64_t reject_code;
     const char *error;                   /* the DataplaneError's message */
+    int64_t truncate_length;             /* v1model truncate() in this egress pass, 0: none */
     uint8_t claimed[P4_NREGS];           /* tna: registers executed in this pass */
     int resubmit_set, clone_set;         /* tna: Resubmit.emit / Mirror.emit in this pass */
     uint64_t clone_session;
