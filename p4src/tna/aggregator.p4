@@ -53,7 +53,8 @@ control InaAggIndex(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     }
 }
 
-control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
+control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
+                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     // owner key, high word (job ++ submodel; 0 = free) and low word (fragment)
     EXCHANGE_REGISTER(bit<32>, owner_hi, meta.key_hi, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_hi) owner_hi_claim_or_match = {
@@ -98,7 +99,10 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             if (value == hdr.ina.round) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
-    EXCHANGE_REGISTER(bit<8>, agg_priority, hdr.ina.priority, meta.new_priority)
+    // A stateful ALU reads at most two PHV fields over all its actions (bf-p4c: "requires more
+    // than 2 PHV inputs"), so priority and bitmap each read one input field that the pass fills
+    // early: prio_in / bitmap_in (InaAggregator.apply, before any register), plus prio_seen.
+    EXCHANGE_REGISTER(bit<8>, agg_priority, meta.prio_in, meta.prio_in)
     // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority. The
     // stateful ALU has no shift, so the contest only reads the priority; the MAU compares it and
     // computes the half, and a resubmitted pass writes it (compare-and-set, below).
@@ -108,7 +112,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     // win, any other 0 a loss to a holder of priority 0.
     RegisterAction<bit<8>, bit<32>, bit<8>>(agg_priority) agg_priority_contest = {
         void apply(inout bit<8> value, out bit<8> rv) {
-            if (value < hdr.ina.priority) {
+            if (value < meta.prio_in) {
                 rv = 0;
             } else {
                 rv = value;
@@ -120,11 +124,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     RegisterAction<bit<8>, bit<32>, bit<8>>(agg_priority) agg_priority_downgrade = {
         void apply(inout bit<8> value) {
             if (value == meta.resubmit.prio_seen) {
-                value = meta.resubmit.prio_next;
+                value = meta.prio_in;               // prio_seen >> 1
             }
         }
     };
-    EXCHANGE_REGISTER(bit<32>, agg_bitmap, hdr.ina.bitmap, meta.new_bitmap)
+    EXCHANGE_REGISTER(bit<32>, agg_bitmap, meta.bitmap_in, meta.bitmap_in)
     // The stateful ALU cannot test (value & bitmap) before writing, so the merge is
     // unconditional; a duplicate that brought new bits (a partial overlapping the aggregator)
     // has them cleared again by a resubmitted pass (agg_bitmap_keep), so a dropped packet
@@ -133,13 +137,13 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
     // the duplicate test is a gateway right after this stage.
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_merge = {
         void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value & hdr.ina.bitmap;
-            value = value | hdr.ina.bitmap;
+            rv = value & meta.bitmap_in;
+            value = value | meta.bitmap_in;
         }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_keep = {
         void apply(inout bit<32> value) {
-            value = value & meta.resubmit.keep_bits;
+            value = value & meta.bitmap_in;         // keep_bits
         }
     };
     // contributions still missing (fan_in - count): 0 when complete or free
@@ -196,6 +200,16 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
     }
+    // A packet the aggregator keeps or refuses is dropped by the action that says so (a later
+    // table testing the verdict would cost a stage on the longest chain).
+    action absorb() {
+        meta.verdict = INA_ABSORB;
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    action duplicate() {
+        meta.verdict = INA_DUPLICATE;
+        ig_dprsr_md.drop_ctl = 1;
+    }
     action clear_collision() {
         hdr.ina.flags[1:1] = 0;            // INA_FLAG_COLLISION
     }
@@ -216,8 +230,37 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         meta.missing = hdr.ina.fan_in |-| hdr.ina.count;
     }
 
+    // What the priority and bitmap registers store or compare in this pass (one input field
+    // each). ATP's hold keeps a completed aggregator's key with priority 255 (no preemption)
+    // and an all-ones bitmap (every copy a duplicate) until the result returns.
+    action register_inputs(bit<8> priority, bit<32> bitmap) {
+        meta.prio_in = priority;
+        meta.bitmap_in = bitmap;
+    }
+    action packet_inputs() {
+        meta.prio_in = hdr.ina.priority;
+        meta.bitmap_in = hdr.ina.bitmap;
+    }
+    action downgrade_inputs() {
+        meta.prio_in = meta.resubmit.prio_next;
+    }
+    action unmerge_inputs() {
+        meta.bitmap_in = meta.resubmit.keep_bits;
+    }
+
     apply {
         count_missing();
+        if (meta.op == INA_OP_TAKE && meta.hold == 1) {
+            register_inputs(0xFF, 0xFFFFFFFF);
+        } else if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN || meta.op == INA_OP_RELEASE) {
+            register_inputs(0, 0);
+        } else if (meta.op == INA_OP_DOWNGRADE) {
+            downgrade_inputs();
+        } else if (meta.op == INA_OP_UNMERGE) {
+            unmerge_inputs();
+        } else {
+            packet_inputs();
+        }
         if (meta.op == INA_OP_NONE && meta.releasing == 0 && meta.missing == 0
                 && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
             meta.verdict = INA_COMPLETE;
@@ -259,7 +302,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 }
             }
             if (owner == OWNER_MATCH && age == ROUND_OLDER) {
-                meta.verdict = INA_DUPLICATE;           // from a finished round: never aggregated
+                duplicate();                            // from a finished round: never aggregated
                 return;
             }
             // A later round's packet of the same key reclaims a stale partial (a worker starts
@@ -272,13 +315,13 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                 agg_fan_in_swap.execute(meta.agg_index);
                 agg_ps_addr_swap.execute(meta.agg_index);
                 INA_FOR_EACH_LANE(LANE_EXCHANGE)
-                meta.verdict = INA_ABSORB;
+                absorb();
                 return;
             }
             if (owner == OWNER_MATCH) {
                 meta.dup_bits = agg_bitmap_merge.execute(meta.agg_index);   // seen & bitmap
                 if (meta.dup_bits != 0) {
-                    meta.verdict = INA_DUPLICATE;
+                    duplicate();
                     if (meta.dup_bits != hdr.ina.bitmap) {
                         // it brought bits the aggregator lacked: take them out again
                         // (seen | ~bitmap == (seen & bitmap) | ~bitmap)
@@ -294,7 +337,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
                     meta.verdict = INA_RESUBMIT;
                     meta.resubmit.op = INA_OP_TAKE;
                 } else {
-                    meta.verdict = INA_ABSORB;
+                    absorb();
                 }
                 return;
             }
@@ -329,7 +372,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
         }
         if (meta.op == INA_OP_UNMERGE) {
             agg_bitmap_keep.execute(meta.agg_index);
-            meta.verdict = INA_DUPLICATE;
+            duplicate();
             return;
         }
         if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN) {
@@ -337,13 +380,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             if (meta.op == INA_OP_TAKE && meta.hold == 1) {
                 hold = 1;
             }
-            if (hold == 1) {
-                // ATP: keep the key, refuse duplicates and preemption until the result returns
-                meta.new_priority = 0xFF;
-                meta.new_bitmap = 0xFFFFFFFF;
-            } else {
-                meta.new_priority = 0;
-                meta.new_bitmap = 0;
+            if (hold == 0) {
                 owner_hi_take.execute(meta.agg_index);
                 owner_lo_take.execute(meta.agg_index);
                 agg_round_take.execute(meta.agg_index);
@@ -397,8 +434,6 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
             return;
         }
         if (meta.op == INA_OP_RELEASE) {
-            meta.new_priority = 0;
-            meta.new_bitmap = 0;
             owner_hi_take.execute(meta.agg_index);
             owner_lo_take.execute(meta.agg_index);
             agg_round_take.execute(meta.agg_index);

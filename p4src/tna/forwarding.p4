@@ -2,20 +2,30 @@
 #ifndef _INA_TNA_FORWARDING_P4_
 #define _INA_TNA_FORWARDING_P4_
 
-// The lookups (InaForwarding) only write metadata and run in parallel: ina_route and ipv4_lpm
-// both look, and InaForwardingOutput applies the one that wins (an explicit route, else the
-// LPM/ECMP next hop) at the end of ingress. Their keys are the packet's fields as the
-// aggregator left them, so they sit right after the last stage that changes those.
+// Unicast forwarding of whatever the aggregator did not keep, drop or multicast: an explicit
+// INA route (ina_route) wins over the IPv4 next hop (ipv4_lpm, or an ECMP group's member).
+// ina_route and ipv4_lpm look up in parallel (the route's answer waits in metadata and
+// overrides the next hop one stage later, in the stage of the ECMP member lookup); keys are
+// the packet's fields as the aggregator left them. TTL is decremented; TTL <= 1 drops.
 control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
-                      in PortId_t ingress_port) {
+                      in PortId_t ingress_port,
+                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                      inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) ecmp_hash;
 
+    action drop_packet() {
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    // ipv4_lpm's drop only marks the next hop dropped: an explicit route may still win
     action drop() {
         meta.nhop_drop = 1;
     }
+    action no_member() {
+        ig_dprsr_md.drop_ctl = 1;
+    }
     action set_nhop(PortId_t port, mac_addr_t dmac) {
-        meta.nhop_port = port;
-        meta.nhop_dmac = dmac;
+        ig_tm_md.ucast_egress_port = port;
+        hdr.ethernet.dst_addr = dmac;
     }
     action route(PortId_t port, mac_addr_t dmac) {
         meta.routed = 1;
@@ -27,6 +37,13 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.ecmp = 1;
         meta.ecmp_group = group;
         meta.ecmp_member = meta.ecmp_hash & mask;
+    }
+    action send_routed() {
+        ig_tm_md.ucast_egress_port = meta.route_port;
+        hdr.ethernet.dst_addr = meta.route_dmac;
+    }
+    action decrement_ttl() {
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
     table ina_route {
@@ -54,13 +71,15 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             meta.ecmp_group  : exact;
             meta.ecmp_member : exact;
         }
-        actions = { set_nhop; drop; }
-        default_action = drop();
+        actions = { set_nhop; no_member; }
+        default_action = no_member();
         size = 4096;
     }
 
     apply {
-        if (hdr.ipv4.isValid()) {
+        if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
+            drop_packet();
+        } else {
             // the hash unit writes its own field; ipv4_lpm's ecmp action masks it
             meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
                                              hdr.ipv4.protocol, hdr.udp.src_port,
@@ -69,43 +88,14 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                 ina_route.apply();
             }
             ipv4_lpm.apply();
-            if (meta.ecmp == 1) {
+            if (meta.routed == 1) {
+                send_routed();
+            } else if (meta.ecmp == 1) {
                 ecmp_member.apply();
+            } else if (meta.nhop_drop == 1) {
+                drop_packet();
             }
-        }
-    }
-}
-
-// The forwarding decision: a multicast result goes to its group; otherwise an explicit route
-// wins over the LPM/ECMP next hop; TTL is decremented, TTL <= 1 drops.
-control InaForwardingOutput(inout ina_headers_t hdr, in ina_ig_metadata_t meta,
-                            inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-                            inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    action drop() {
-        ig_dprsr_md.drop_ctl = 1;
-    }
-    action send_routed() {
-        ig_tm_md.ucast_egress_port = meta.route_port;
-        hdr.ethernet.dst_addr = meta.route_dmac;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-    }
-    action send_nhop() {
-        ig_tm_md.ucast_egress_port = meta.nhop_port;
-        hdr.ethernet.dst_addr = meta.nhop_dmac;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-    }
-
-    apply {
-        if (meta.mcast_group != 0) {
-            ig_tm_md.mcast_grp_a = meta.mcast_group;
-        } else if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
-            drop();
-        } else if (meta.routed == 1) {
-            send_routed();
-        } else if (meta.nhop_drop == 1) {
-            drop();
-        } else {
-            send_nhop();
+            decrement_ttl();
         }
     }
 }

@@ -90,7 +90,6 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     InaAggIndex() agg_index;
     InaAggregator() aggregator;
     InaForwarding() forwarding;
-    InaForwardingOutput() forwarding_output;
 
     action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
     action aggregate(bit<32> pool_base, bit<16> pool_mask) {
@@ -184,23 +183,26 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             ina_level.apply();                     // ungated: only metadata, used on completion
             agg_index.apply(hdr, meta);            // ungated: hash, mask, base (unused on a miss)
             if (meta.job_known == 1) {
-                aggregator.apply(hdr, meta);
+                aggregator.apply(hdr, meta, ig_dprsr_md);   // drops what it keeps or refuses
             }
         }
-        forwarding.apply(hdr, meta, ig_intr_md.ingress_port);
         if (meta.verdict == INA_RESUBMIT) {
             meta.resubmit.setValid();
             meta.resubmit.pad = 0;
             ig_dprsr_md.resubmit_type = 1;         // the deparser emits meta.resubmit
-        } else if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
-            ig_dprsr_md.drop_ctl = 1;
-        } else {
+        } else if (meta.verdict != INA_ABSORB && meta.verdict != INA_DUPLICATE) {
             if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0
                     && (meta.verdict != INA_PASS
                         || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0)) {
                 hdr.udp.checksum = 0;
             }
-            forwarding_output.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+        }
+        // Unicast forwarding does not wait for the verdict: a packet kept, refused or
+        // resubmitted above never leaves by its unicast port.
+        if (meta.mcast_group != 0) {
+            ig_tm_md.mcast_grp_a = meta.mcast_group;
+        } else {
+            forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
         }
     }
 }

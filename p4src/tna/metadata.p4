@@ -48,9 +48,8 @@ struct ina_ig_metadata_t {
     bit<32> dup_bits;              // bitmap bits the aggregator already held (duplicate test)
     bit<32> key_hi;                // job ++ submodel
     bit<32> key_lo;                // fragment
-    // what a completion or release leaves in priority and bitmap (0, or ATP's hold marks)
-    bit<8>  new_priority;
-    bit<32> new_bitmap;
+    bit<8>  prio_in;               // what agg_priority stores or compares this pass
+    bit<32> bitmap_in;             // what agg_bitmap stores, merges or keeps this pass
     // forwarding lookups write their answers here; InaForwardingOutput picks one at the end
     bit<1>  routed;                // ina_route hit
     PortId_t route_port;
