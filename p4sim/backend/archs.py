@@ -43,8 +43,9 @@ def elaborate(c: "Compiler", main: ast.Instantiation) -> None:
             raise _err(main, f"V1Switch takes 6 blocks, got {len(args)}")
         roles = V1MODEL_ROLES
     elif c.arch == "tna":
-        from .tofino_rules import check_hash_uses
+        from .tofino_rules import check_hash_uses, check_salu_limits
         check_hash_uses(c.program)
+        check_salu_limits(c.program)
         if pkg != "Switch":
             raise _err(main, f"TNA programs must instantiate Switch(pipe) as main, not {pkg}")
         if len(main.args) != 1:

@@ -17,6 +17,13 @@ construct are checked here; stage, memory and hash-unit fit need the real compil
   metadata field in an earlier action.
 * Nested casts: three levels are refused, and so is widening a value that an inner cast
   narrowed (``(bit<32>)(bit<8>)x`` with ``x`` wider than 8 bits).
+* A stateful ALU reads at most 2 PHV fields over all the RegisterActions of its register
+  (bf-p4c: "requires more than 2 PHV inputs"): pass one input field per use, filled earlier.
+* An action drives at most one stateful-ALU output (bf-p4c: "At most one stateful ALU
+  operation with a given address is allowed per action"): one ``x = ra.execute(i)`` per action.
+* A gateway (an ``if`` in a control's apply block) compares a field with a constant, or two
+  fields for (in)equality, but cannot order two fields (bf-p4c: "one operand ... must be
+  constant"): compute the difference into a field first, or compare inside a RegisterAction.
 
 These checks run only for TNA programs; v1model programs are unaffected.
 """
@@ -36,6 +43,7 @@ _RELATIONS = {"==", "!=", "<", ">", "<=", ">="}
 _ALU_OPS = {"+", "-", "|+|", "|-|", "&", "|", "^"}
 SALU_COMPARISONS = 2
 SALU_ALUS_PER_WORD = 2
+SALU_PHV_INPUTS = 2
 
 
 def _err(node: Any, msg: str):
@@ -336,3 +344,111 @@ def _walk_hash(n: Any, parent: Any, hashes: set[str]) -> None:
                           "action")
     for ch in _children(n):
         _walk_hash(ch, n, hashes)
+
+
+# ============================================================================ whole-program rules
+_ORDERING = {"<", "<=", ">", ">="}
+
+
+def _const_names(program: ast.Program) -> set[str]:
+    return {d.name for d in program.declarations if isinstance(d, ast.ConstDecl)}
+
+
+def _constant(e: Any, consts: set[str]) -> bool:
+    """A literal, a declared constant, or arithmetic of those (the compiler folds it)."""
+    if isinstance(e, (ast.IntLit, ast.BoolLit)):
+        return True
+    if isinstance(e, ast.Name):
+        return e.name in consts
+    if isinstance(e, ast.Cast):
+        return _constant(e.expr, consts)
+    if isinstance(e, ast.UnaryOp):
+        return _constant(e.expr, consts)
+    if isinstance(e, ast.BinOp):
+        return _constant(e.left, consts) and _constant(e.right, consts)
+    return False
+
+
+def _field_root(e: Any) -> Any:
+    while isinstance(e, (ast.Slice, ast.Cast)):
+        e = e.expr
+    return e
+
+
+def _walk(n: Any):
+    yield n
+    for ch in _children(n):
+        yield from _walk(ch)
+
+
+def _register_action_inputs(ra: ast.Instantiation, consts: set[str]) -> dict[str, Any]:
+    """The PHV fields a RegisterAction body reads: every field reference other than its own
+    parameters (the register word, the output) and locals, and other than constants."""
+    fns = [m for m in ra.members if isinstance(m, ast.FunctionDecl)]
+    own = {p.name for f in fns for p in f.proto.params}
+    own |= {n.name for f in fns for n in _walk(f.body) if isinstance(n, ast.VarDecl)}
+    found: dict[str, Any] = {}
+    for f in fns:
+        for n in _walk(f.body):
+            if isinstance(n, ast.Member) and not isinstance(n.expr, ast.Member | ast.Name):
+                continue
+            if isinstance(n, ast.Member):
+                root = n
+                while isinstance(root, ast.Member):
+                    root = root.expr
+                if isinstance(root, ast.Name) and root.name not in own and root.name not in consts:
+                    found.setdefault(_render(n), n)
+    # a member chain is reported once, by its longest form (meta.resubmit.x, not meta.resubmit)
+    return {k: v for k, v in found.items()
+            if not any(o != k and o.startswith(k + ".") for o in found)}
+
+
+def _is_execute(e: Any, register_actions: set[str]) -> bool:
+    return (isinstance(e, ast.Call) and isinstance(e.func, ast.Member)
+            and e.func.member == "execute" and isinstance(e.func.expr, ast.Name)
+            and e.func.expr.name in register_actions)
+
+
+def check_salu_limits(program: ast.Program) -> None:
+    """Per control: a register's RegisterActions read at most 2 PHV fields together; an action
+    body assigns at most one RegisterAction output; apply-block conditions do not order two
+    fields."""
+    consts = _const_names(program)
+    for d in program.declarations:
+        if not isinstance(d, ast.ControlDecl):
+            continue
+        ras = [x for x in d.locals
+               if isinstance(x, ast.Instantiation) and _type_name(x.type_ref) == "RegisterAction"]
+        inputs: dict[str, dict[str, Any]] = {}
+        for ra in ras:
+            if not ra.args:
+                continue
+            reg = _render(_field_root(ra.args[0].value))
+            seen = inputs.setdefault(reg, {})
+            for name, node in _register_action_inputs(ra, consts).items():
+                seen.setdefault(name, node)
+                if len(seen) > SALU_PHV_INPUTS:
+                    raise _err(node, f"RegisterAction {ra.name}: register {reg}'s stateful ALU "
+                                     f"would read {len(seen)} PHV fields ({', '.join(sorted(seen))}); "
+                                     f"Tofino 1's reads at most {SALU_PHV_INPUTS} over all its "
+                                     "RegisterActions: copy what each pass needs into one "
+                                     "metadata field earlier")
+        names = {ra.name for ra in ras}
+        for a in d.locals:
+            if isinstance(a, ast.ActionDecl):
+                outputs = [n for n in _walk(a.body)
+                           if isinstance(n, (ast.Assign, ast.VarDecl))
+                           and _is_execute(n.value if isinstance(n, ast.Assign) else n.init, names)]
+                if len(outputs) > 1:
+                    raise _err(outputs[1], f"action {a.name}: {len(outputs)} RegisterAction outputs; "
+                                           "a Tofino 1 action drives at most one stateful-ALU "
+                                           "output: give each its own action")
+        for n in _walk(d.body):
+            if isinstance(n, ast.If):
+                for e in _walk(n.cond):
+                    if (isinstance(e, ast.BinOp) and e.op in _ORDERING
+                            and not _constant(e.left, consts) and not _constant(e.right, consts)):
+                        raise _err(e, f"condition '{_render(e.left)} {e.op} {_render(e.right)}' orders two fields; a Tofino 1 "
+                                      "gateway compares a field with a constant (or two fields "
+                                      "for equality): compute the difference into a field in "
+                                      "an earlier action, or compare inside a RegisterAction")

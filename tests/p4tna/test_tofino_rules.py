@@ -1,5 +1,6 @@
 """p4sim's TNA mode refuses what Tofino 1's compiler refuses where the rule is local
-(p4sim/backend/tofino_rules.py): stateful-ALU operations and limits in RegisterAction bodies,
+(p4sim/backend/tofino_rules.py): stateful-ALU operations and limits in RegisterAction bodies and
+over a register's actions, one register output per action, gateway comparisons,
 register indices, Hash.get() inside expressions, nested casts. v1model is unaffected."""
 from __future__ import annotations
 
@@ -158,3 +159,49 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     + ["p4src/tna/ina.p4"]))
 def test_the_projects_tna_programs_pass_the_rules(prog: str) -> None:
     load_program(str(ROOT / prog), arch="tna")
+
+
+SUMS_DECL = "    Register<bit<8>, bit<16>>(1024, 0) counts;\n"
+FORWARD = "    action forward(PortId_t port) { ig_tm_md.ucast_egress_port = port; }\n"
+COUNT_TEST = "            if (hdr.agg.count == 0) {"
+
+
+def test_a_register_reads_at_most_two_phv_fields(tmp_path: Path) -> None:
+    """Found by the open Tofino back end on p4src/tna/aggregator.p4: 'requires more than 2 PHV
+    inputs' for the priority register (packet priority, hold mark, downgrade's seen/next)."""
+    two_more = ("    RegisterAction<bit<32>, bit<16>, bit<32>>(sums) store = {\n"
+                "        void apply(inout bit<32> value, out bit<32> rv) {\n"
+                "            rv = value;\n"
+                "            if (value == hdr.agg.sum) { value = (bit<32>) hdr.agg.slot; }\n"
+                "        }\n"
+                "    };\n") + SUMS_DECL
+    assert SUMS_DECL in BASE
+    bad = BASE.replace(SUMS_DECL, two_more)
+    _refused(tmp_path, bad, r"RegisterAction store: register sums's stateful ALU would read 3 PHV "
+                            r"fields \(hdr.agg.slot, hdr.agg.sum, hdr.agg.value\); Tofino 1's reads "
+                            r"at most 2", "value == hdr.agg.sum")
+    # two fields over all the register's actions are fine
+    _load(tmp_path, BASE.replace(SUMS_DECL, two_more.replace("(bit<32>) hdr.agg.slot", "hdr.agg.value")))
+
+
+def test_an_action_drives_at_most_one_register_output(tmp_path: Path) -> None:
+    """bf-p4c: 'At most one stateful ALU operation with a given address is allowed per action'."""
+    both = ("    action sum_and_count() { hdr.agg.sum = add_value.execute(hdr.agg.slot);\n"
+            "                             hdr.agg.count = bump.execute(hdr.agg.slot); }\n")
+    assert FORWARD in BASE
+    bad = BASE.replace(FORWARD, FORWARD + both)
+    _refused(tmp_path, bad, r"action sum_and_count: 2 RegisterAction outputs; a Tofino 1 action "
+                            r"drives at most one", "hdr.agg.count = bump.execute")
+    one = both.replace("hdr.agg.count = bump.execute(hdr.agg.slot);", "")
+    _load(tmp_path, BASE.replace(FORWARD, FORWARD + one))
+
+
+def test_a_gateway_does_not_order_two_fields(tmp_path: Path) -> None:
+    """bf-p4c: 'condition too complex, one operand of ... > ... must be constant'."""
+    assert COUNT_TEST in BASE
+    bad = BASE.replace(COUNT_TEST, "            if (hdr.agg.count > hdr.agg.hash[7:0]) {")
+    _refused(tmp_path, bad, r"condition 'hdr.agg.count > hdr.agg.hash\[7:0\]' orders two fields; "
+                            r"a Tofino 1 gateway compares a field with a constant",
+             "hdr.agg.count > hdr.agg.hash")
+    _load(tmp_path, BASE.replace(COUNT_TEST, "            if (hdr.agg.count > 3) {"))
+    _load(tmp_path, BASE.replace(COUNT_TEST, "            if (hdr.agg.count != hdr.agg.hash[7:0]) {"))
