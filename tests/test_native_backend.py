@@ -39,10 +39,23 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("P4SIM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "p4sim-cache"))
 
 
-def _pair(path: Path) -> tuple[Switch, Switch]:
-    prog = load_program(str(path))
+def _pair(path: Path, arch: str = "v1model") -> tuple[Switch, Switch]:
+    """The program in two switches, one per backend."""
+    prog = load_program(str(path), arch=arch)
     py, c = Switch(prog, backend="python"), Switch(prog, backend="c")
     assert (py.backend, c.backend) == ("python", "c")
+    return py, c
+
+
+def _pair_of_source(tmp_path: Path, source: str, arch: str = "v1model",
+                    groups: dict[int, list[tuple[int, int]]] | None = None) -> tuple[Switch, Switch]:
+    """_pair of a program given as text, with the same multicast groups in both."""
+    path = tmp_path / "program.p4"
+    path.write_text(source)
+    py, c = _pair(path, arch)
+    for sw in (py, c):
+        for group, replicas in (groups or {}).items():
+            sw.pre.insert_group(group, replicas)
     return py, c
 
 
@@ -264,11 +277,7 @@ V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
 
 @needs_cc
 def test_truncate_differential(tmp_path: Path) -> None:
-    path = tmp_path / "truncate.p4"
-    path.write_text(TRUNCATE_P4)
-    py, c = _pair(path)
-    for sw in (py, c):
-        sw.pre.insert_group(3, [(1, 0), (2, 5), (4, 9)])
+    py, c = _pair_of_source(tmp_path, TRUNCATE_P4, groups={3: [(1, 0), (2, 5), (4, 9)]})
     rng = random.Random(14)
     frames = []
     for _ in range(2000):

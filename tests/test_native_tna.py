@@ -26,7 +26,8 @@ from p4sim import Switch, load_program
 from p4sim.backend.cgen import CUnsupported, generate_c
 from p4sim.runtime import native
 from p4sim.runtime.rt import DataplaneError
-from tests.test_native_backend import _private_cache, needs_cc  # noqa: F401 (an autouse fixture)
+from tests.test_native_backend import _pair as pair_of_backends
+from tests.test_native_backend import _pair_of_source, _private_cache, needs_cc  # noqa: F401 (autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 INA_TNA = ROOT / "p4src" / "tna" / "ina.p4"
@@ -35,10 +36,7 @@ LANES = 16                       # K of the tna INA program
 PS_IP, PS_PORT = "10.0.1.1", 10
 
 def _pair(path: Path) -> tuple[Switch, Switch]:
-    prog = load_program(str(path), arch="tna")
-    py, c = Switch(prog, backend="python"), Switch(prog, backend="c")
-    assert (py.backend, c.backend) == ("python", "c")
-    return py, c
+    return pair_of_backends(path, "tna")
 
 
 def _run(sw: Switch, port: int, frame: bytes) -> list[tuple[int, bytes]] | str:
@@ -444,12 +442,8 @@ def _probe_frames(rng: random.Random, n: int) -> list[tuple[int, bytes]]:
 
 @needs_cc
 def test_tna_features_differential(tmp_path: Path) -> None:
-    path = tmp_path / "features.p4"
-    path.write_text(FEATURES_P4)
-    py, c = _pair(path)
+    py, c = _pair_of_source(tmp_path, FEATURES_P4, "tna", groups={1: [(2, 7), (3, 8)], 3: [(5, 1)]})
     for sw in (py, c):
-        sw.pre.insert_group(1, [(2, 7), (3, 8)])
-        sw.pre.insert_group(3, [(5, 1)])
         sw.pre.insert_clone_session(4, [(6, 0)])
         sw.pre.insert_clone_session(7, [(6, 2), (7, 3)])
     results = _compare(py, c, _probe_frames(random.Random(26), 4000))
