@@ -261,34 +261,33 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         } else {
             packet_inputs();
         }
+        // One if/else chain, no early return: bf-p4c turns every return into a gateway on a
+        // "returned" flag that the rest waits for, a stage each on the longest chain.
         if (meta.op == INA_OP_NONE && meta.releasing == 0 && meta.missing == 0
                 && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
-            meta.verdict = INA_COMPLETE;
+            meta.verdict = INA_COMPLETE;                // it arrived complete
             level_up_complete();
-            return;
-        }
-        meta.verdict = INA_PASS;
-
-        if (meta.op == INA_OP_NONE) {
-            if (meta.releasing == 1 || (hdr.ina.flags & INA_FLAG_REMINDER) != 0) {
-                bit<8> hi = owner_hi_match.execute(meta.agg_index);
-                if (hi == OWNER_MATCH) {
-                    if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH
-                            && agg_round_match.execute(meta.agg_index) == OWNER_MATCH) {
-                        meta.verdict = INA_RESUBMIT;
-                        if (meta.releasing == 1) {
-                            meta.resubmit.op = INA_OP_RELEASE;
-                        } else {
-                            meta.resubmit.op = INA_OP_DRAIN;
-                        }
-                    }
+        } else if (meta.op == INA_OP_NONE
+                   && (meta.releasing == 1 || (hdr.ina.flags & INA_FLAG_REMINDER) != 0)) {
+            // a returning result (ATP hold) or a reminder: does it own this aggregator?
+            bit<1> owned = 0;
+            if (owner_hi_match.execute(meta.agg_index) == OWNER_MATCH) {
+                if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH
+                        && agg_round_match.execute(meta.agg_index) == OWNER_MATCH) {
+                    owned = 1;
                 }
-                if (meta.verdict == INA_PASS && meta.releasing == 0
-                        && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
-                    level_up();                 // a collided reminder that found nothing here
-                }
-                return;
             }
+            if (owned == 1) {
+                meta.verdict = INA_RESUBMIT;
+                if (meta.releasing == 1) {
+                    meta.resubmit.op = INA_OP_RELEASE;
+                } else {
+                    meta.resubmit.op = INA_OP_DRAIN;
+                }
+            } else if (meta.releasing == 0 && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
+                level_up();                     // a collided reminder that found nothing here
+            }
+        } else if (meta.op == INA_OP_NONE) {
             bit<8> owner = owner_hi_claim_or_match.execute(meta.agg_index);
             bit<8> age = ROUND_SAME;
             if (owner == OWNER_CLAIMED) {
@@ -303,47 +302,41 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             }
             if (owner == OWNER_MATCH && age == ROUND_OLDER) {
                 duplicate();                            // from a finished round: never aggregated
-                return;
-            }
-            // A later round's packet of the same key reclaims a stale partial (a worker starts
-            // round r+1 only once every result of round r is in) exactly as a free aggregator
-            // is claimed: the stale state is overwritten, never read out.
-            if (owner == OWNER_CLAIMED || age == ROUND_NEWER) {
+            } else if (owner == OWNER_CLAIMED || age == ROUND_NEWER) {
+                // A later round's packet of the same key reclaims a stale partial (a worker
+                // starts round r+1 only once every result of round r is in) exactly as a free
+                // aggregator is claimed: the stale state is overwritten, never read out.
                 agg_priority_swap.execute(meta.agg_index);
                 agg_bitmap_swap.execute(meta.agg_index);
-                agg_remaining_swap.execute(meta.agg_index);
+                agg_remaining_swap.execute(meta.agg_index);   // fan_in - count
                 agg_fan_in_swap.execute(meta.agg_index);
                 agg_ps_addr_swap.execute(meta.agg_index);
                 INA_FOR_EACH_LANE(LANE_EXCHANGE)
                 absorb();
-                return;
-            }
-            if (owner == OWNER_MATCH) {
+            } else if (owner == OWNER_MATCH) {
                 meta.dup_bits = agg_bitmap_merge.execute(meta.agg_index);   // seen & bitmap
                 if (meta.dup_bits != 0) {
-                    duplicate();
                     if (meta.dup_bits != hdr.ina.bitmap) {
-                        // it brought bits the aggregator lacked: take them out again
-                        // (seen | ~bitmap == (seen & bitmap) | ~bitmap)
+                        // a duplicate that brought bits the aggregator lacked: take them out
+                        // again (seen | ~bitmap == (seen & bitmap) | ~bitmap)
                         meta.verdict = INA_RESUBMIT;
                         meta.resubmit.op = INA_OP_UNMERGE;
                         meta.resubmit.keep_bits = meta.dup_bits | ~hdr.ina.bitmap;
+                    } else {
+                        duplicate();
                     }
-                    return;
-                }
-                bit<8> done = agg_remaining_consume.execute(meta.agg_index);
-                INA_FOR_EACH_LANE(LANE_ADD)
-                if (done == 1) {
-                    meta.verdict = INA_RESUBMIT;
-                    meta.resubmit.op = INA_OP_TAKE;
                 } else {
-                    absorb();
+                    bit<8> done = agg_remaining_consume.execute(meta.agg_index);
+                    INA_FOR_EACH_LANE(LANE_ADD)
+                    if (done == 1) {
+                        meta.verdict = INA_RESUBMIT;
+                        meta.resubmit.op = INA_OP_TAKE;
+                    } else {
+                        absorb();
+                    }
                 }
-                return;
-            }
-            // collision with another key (if/else rather than early returns: each return
-            // costs the back end a gateway stage on the longest chain)
-            if (meta.preemption == 1) {
+            } else if (meta.preemption == 1) {
+                // collision with another key
                 bit<8> held = agg_priority_contest.execute(meta.agg_index);   // 0: a win
                 if (held == 0 && hdr.ina.priority != 0) {
                     meta.verdict = INA_RESUBMIT;
@@ -359,28 +352,18 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                     collide();
                 }
             } else {
-                collide();
+                collide();                              // first come, first served
             }
-            return;
-        }
-
         // ---- second pass (resubmitted) ----
-        if (meta.op == INA_OP_DOWNGRADE) {
+        } else if (meta.op == INA_OP_DOWNGRADE) {
             agg_priority_downgrade.execute(meta.agg_index);
             collide();
-            return;
-        }
-        if (meta.op == INA_OP_UNMERGE) {
+        } else if (meta.op == INA_OP_UNMERGE) {
             agg_bitmap_keep.execute(meta.agg_index);
             duplicate();
-            return;
-        }
-        if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN) {
-            bit<1> hold = 0;
-            if (meta.op == INA_OP_TAKE && meta.hold == 1) {
-                hold = 1;
-            }
-            if (hold == 0) {
+        } else if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN) {
+            // ATP's hold (a TAKE of a hold job) keeps the key; everything else frees it
+            if (meta.op == INA_OP_DRAIN || meta.hold == 0) {
                 owner_hi_take.execute(meta.agg_index);
                 owner_lo_take.execute(meta.agg_index);
                 agg_round_take.execute(meta.agg_index);
@@ -410,9 +393,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             if (meta.op == INA_OP_DRAIN && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
                 level_up();
             }
-            return;
-        }
-        if (meta.op == INA_OP_SWAP) {
+        } else if (meta.op == INA_OP_SWAP) {
             // the evicted partial never collided: a COLLISION flag stays with the arriving
             // packet (cleared first, in an action of its own)
             clear_collision();
@@ -431,9 +412,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             hdr.ina.fan_in = fan_in;
             hdr.ina.worker_id = INA_WORKER_AGGREGATE;
             hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
-            return;
-        }
-        if (meta.op == INA_OP_RELEASE) {
+        } else if (meta.op == INA_OP_RELEASE) {
             owner_hi_take.execute(meta.agg_index);
             owner_lo_take.execute(meta.agg_index);
             agg_round_take.execute(meta.agg_index);
