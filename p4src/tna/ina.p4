@@ -2,12 +2,12 @@
 // v1model program. Tofino's rules shape the aggregator (p4src/tna/aggregator.p4): one
 // stateful-ALU execution per register per pass, so reading state out (results, preempted
 // partials, reminders) happens in a resubmitted second pass; K = 16 lanes, one register each.
-// Tofino 1 rules it follows and its estimated stage layout: p4src/tna/README.md.
+// Tofino 1 rules it follows and what the Tofino back end reports on it: p4src/tna/README.md.
 #include <core.p4>
 #include <tna.p4>
 
 #ifndef INA_LANES
-#define INA_LANES 16             // stage fit on Tofino 1: p4src/tna/README.md (an estimate)
+#define INA_LANES 16             // stage fit on Tofino 1: p4src/tna/README.md
 #endif
 #ifndef INA_POOL_SIZE
 #define INA_POOL_SIZE 8192           // aggregators per pipe; pool sizes are powers of two
