@@ -938,7 +938,7 @@ class Compiler:
                 _, kt = self.type_of(ke.expr, ctx)
                 width = self._cp_width(kt if not isinstance(kt, ErrorT) else BitT(32), ke)
                 a = ast.find_annotation(ke.annotations, "name")
-                kname = a.string_arg() if a is not None else expr_text(ke.expr)
+                kname = a.string_arg() if a is not None else key_name(ke.expr)
                 keys.append(model.KeyField(kname, width, ke.match_kind))  # type: ignore[arg-type]
                 key_exprs.append(ke.expr)
                 key_types.append(kt)
@@ -2234,6 +2234,15 @@ def contains_return(node: Any) -> bool:
     if isinstance(node, ast.Switch):
         return any(c.body is not None and contains_return(c.body) for c in node.cases)
     return False
+
+
+def key_name(e: ast.Expr) -> str:
+    """A table key's control-plane name, as p4c writes it into P4Info: its source text, except
+    that a validity test ``hdr.h.isValid()`` is named ``hdr.h.$valid$``."""
+    if (isinstance(e, ast.Call) and not e.args and isinstance(e.func, ast.Member)
+            and e.func.member == "isValid"):
+        return f"{expr_text(e.func.expr)}.$valid$"
+    return expr_text(e)
 
 
 def expr_text(e: ast.Expr) -> str:

@@ -208,3 +208,17 @@ def test_bfrt_json_compare_reports_what_a_client_would_see_differently(tmp_path)
     r = subprocess.run([sys.executable, "-m", "p4sim", "bfrt-json", str(TNA), "--compare", str(path)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and len(r.stdout.splitlines()) == 2
+
+
+COMPILER_BFRT = Path(__file__).resolve().parents[2] / "p4src" / "tna" / "ina.bf-rt.json"
+
+
+@pytest.mark.skipif(not COMPILER_BFRT.exists(),
+                    reason="p4src/tna/ina.bf-rt.json is written by docker/check_with_p4c.sh with "
+                           "a Tofino compiler (bf-p4c or the open p4c-barefoot)")
+def test_bfrt_json_equals_the_tofino_compilers() -> None:
+    """p4sim's bf-rt.json for the INA program against the one the Tofino compiler wrote for it
+    (tables, keys, actions, data fields; not ids)."""
+    from p4sim.bfrt.bfrt_json import compare, program_bfrt_info
+    ours = program_bfrt_info(load_program(str(COMPILER_BFRT.parent / "ina.p4"), arch="tna").info)
+    assert compare(ours, json.loads(COMPILER_BFRT.read_text())) == []
