@@ -186,6 +186,13 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                 aggregator.apply(hdr, meta, ig_dprsr_md);   // drops what it keeps or refuses
             }
         }
+        // Unicast forwarding does not wait for the verdict: a packet kept, refused or
+        // resubmitted (below) never leaves by its unicast port.
+        if (meta.mcast_group != 0) {
+            ig_tm_md.mcast_grp_a = meta.mcast_group;
+        } else {
+            forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
+        }
         if (meta.verdict == INA_RESUBMIT) {
             meta.resubmit.setValid();
             meta.resubmit.pad = 0;
@@ -196,13 +203,6 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                         || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0)) {
                 hdr.udp.checksum = 0;
             }
-        }
-        // Unicast forwarding does not wait for the verdict: a packet kept, refused or
-        // resubmitted above never leaves by its unicast port.
-        if (meta.mcast_group != 0) {
-            ig_tm_md.mcast_grp_a = meta.mcast_group;
-        } else {
-            forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
         }
     }
 }
