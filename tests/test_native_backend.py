@@ -233,9 +233,9 @@ def test_ina_v1model_differential() -> None:
     # registers written by the control plane (P4Runtime does the same) are seen by C
     for sw in (py, c):
         sw.register_write("InaIngress.aggregator.agg_owner", 3, (1 << 79) | 12345)
-        sw.register_write("InaIngress.aggregator.agg_lanes", 5, -7)
+        sw.register_write("InaIngress.aggregator.agg_lanes", 5, (1 << 32) - 7)   # -7 as bit<32>
     assert c.register_read("InaIngress.aggregator.agg_owner", 3) == (1 << 79) | 12345
-    assert c.register_read("InaIngress.aggregator.agg_lanes", 5) == -7
+    assert c.register_read("InaIngress.aggregator.agg_lanes", 5) == (1 << 32) - 7
     assert _compare(py, c, _ina_frames(rng, 1000)) > 200
 
 

@@ -12,33 +12,40 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
     register<bit<32>, bit<32>>(INA_POOL_SIZE) agg_ps_addr;
     register<bit<1>, bit<32>>(INA_POOL_SIZE) agg_overflow;
     register<bit<32>, bit<32>>(INA_POOL_SIZE) agg_round;      // the owner's round
-    register<int<32>, bit<32>>(INA_POOL_SIZE * INA_LANES) agg_lanes;
+    // The sums are int<32>, stored as bit<32> and cast on the way in and out: bmv2 reads a
+    // negative int<32> register cell into a signed field as its unsigned value (2^32 - 1 for -1),
+    // so arithmetic on it saturated and flagged OVERFLOW on every result (found running
+    // --switch bmv2); a bit<32> read cast with (int<32>) is exact on bmv2 and p4sim alike.
+    register<bit<32>, bit<32>>(INA_POOL_SIZE * INA_LANES) agg_lanes;
 
     bit<32> lane_base;
+    bit<32> old_bits;
     int<32> old_value;
     int<32> sum;
     bit<1>  overflow;
 
     // Per-lane operations, expanded over all K lanes by INA_FOR_EACH_LANE.
 #define LANE_ADD(i)                                                        \
-    agg_lanes.read(old_value, lane_base + i);                              \
+    agg_lanes.read(old_bits, lane_base + i);                               \
+    old_value = (int<32>) old_bits;                                        \
     sum = old_value |+| hdr.lanes.v##i;                                    \
     if (sum != old_value + hdr.lanes.v##i) { overflow = 1; }               \
-    agg_lanes.write(lane_base + i, sum);
+    agg_lanes.write(lane_base + i, (bit<32>) sum);
 #define LANE_ADD_AND_TAKE(i)                                               \
-    agg_lanes.read(old_value, lane_base + i);                              \
+    agg_lanes.read(old_bits, lane_base + i);                               \
+    old_value = (int<32>) old_bits;                                        \
     sum = old_value |+| hdr.lanes.v##i;                                    \
     if (sum != old_value + hdr.lanes.v##i) { overflow = 1; }               \
     agg_lanes.write(lane_base + i, 0);                                     \
     hdr.lanes.v##i = sum;
 #define LANE_SWAP(i)                                                       \
-    agg_lanes.read(old_value, lane_base + i);                              \
-    agg_lanes.write(lane_base + i, hdr.lanes.v##i);                        \
-    hdr.lanes.v##i = old_value;
+    agg_lanes.read(old_bits, lane_base + i);                               \
+    agg_lanes.write(lane_base + i, (bit<32>) hdr.lanes.v##i);              \
+    hdr.lanes.v##i = (int<32>) old_bits;
 #define LANE_DRAIN(i)                                                      \
-    agg_lanes.read(old_value, lane_base + i);                              \
+    agg_lanes.read(old_bits, lane_base + i);                               \
     agg_lanes.write(lane_base + i, 0);                                     \
-    hdr.lanes.v##i = old_value;
+    hdr.lanes.v##i = (int<32>) old_bits;
 
     action lanes_add()          { INA_FOR_EACH_LANE(LANE_ADD) }
     action lanes_add_and_take() { INA_FOR_EACH_LANE(LANE_ADD_AND_TAKE) }
