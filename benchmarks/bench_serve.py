@@ -13,6 +13,10 @@ what the ``dst`` veth counted (its kernel ``rx_packets``), measured over the sen
 after a warm-up (the steady state, not the backlog drained afterwards).
 
     sudo .venv/bin/python benchmarks/bench_serve.py [--rates 40000,80000,150000] [--seconds 3]
+
+``--bmv2`` runs p4lang's ``simple_switch`` on the same program, ports and load instead (it must
+be on PATH with ``p4c-bm2-ss``; build it with logging macros off for a fair comparison):
+the side-by-side number the issue tracker asks for.
 """
 from __future__ import annotations
 
@@ -20,7 +24,9 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -125,6 +131,37 @@ def start_switch(topo: Topo, extra: list[str], per_frame: bool) -> subprocess.Po
     raise RuntimeError(f"p4sim serve exited with {proc.returncode}")
 
 
+def start_bmv2(topo: Topo) -> subprocess.Popen[str]:
+    """simple_switch on PROGRAM (p4c-bm2-ss JSON, cached by the source's mtime), the same
+    veths and port numbers as p4sim."""
+    for tool in ("simple_switch", "p4c-bm2-ss"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"bench_serve --bmv2: {tool} is not on PATH")
+    out = REPO / "build" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    json_file = out / (PROGRAM.stem + ".json")
+    if not json_file.exists() or json_file.stat().st_mtime < PROGRAM.stat().st_mtime:
+        subprocess.run(["p4c-bm2-ss", "--arch", "v1model", "-o", str(json_file), str(PROGRAM)],
+                       check=True)
+    with socket.socket() as s:                      # a free thrift port
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(["simple_switch", "-i", f"1@{topo.sw_out}", "-i", f"2@{topo.sw_in}",
+                             "--thrift-port", str(port), str(json_file)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:             # ready once its thrift server listens
+        if proc.poll() is not None:
+            raise RuntimeError(f"simple_switch exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("simple_switch did not start within 20 s")
+
+
 def offer(topo: Topo, sender: Port, rate: float, seconds: float, warmup: float
           ) -> tuple[float, float, int, int]:
     """Send at ``rate`` frames/s; return (offered/s, delivered/s in the window after warm-up,
@@ -183,6 +220,8 @@ def main() -> int:
     ap.add_argument("--per-frame-io", action="store_true",
                     help="the switch without batched I/O (P4SIM_BATCH_IO=0): one system call "
                          "per frame, as before recvmmsg/sendmmsg")
+    ap.add_argument("--bmv2", action="store_true",
+                    help="run bmv2 simple_switch on the same program and ports instead of p4sim")
     ap.add_argument("serve_args", nargs="*", help="extra `p4sim serve` arguments (after --)")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -191,11 +230,12 @@ def main() -> int:
     rates = [float(r) for r in args.rates.split(",")]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     with Topo() as topo:
-        proc = start_switch(topo, args.serve_args, args.per_frame_io)
+        proc = start_bmv2(topo) if args.bmv2 else start_switch(topo, args.serve_args, args.per_frame_io)
         try:
             sender = topo.in_ns(lambda: _open_sender())
             io = "per-frame I/O" if args.per_frame_io else "batched I/O"
-            print(f"p4sim serve ({io}), {PROGRAM.name} (64 register RMW/frame), 60-byte "
+            what = "bmv2 simple_switch" if args.bmv2 else f"p4sim serve ({io})"
+            print(f"{what}, {PROGRAM.name} (64 register RMW/frame), 60-byte "
                   f"frames, {os.cpu_count()} CPUs, {args.seconds:g} s per rate")
             for rate in rates:
                 off, dl, sent, total = offer(topo, sender, rate, args.seconds, args.warmup)
