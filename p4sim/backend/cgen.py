@@ -36,7 +36,7 @@ from ..frontend import ast as p4ast
 from ..frontend.types import BitT, BoolT, EnumT, ErrorT, StructT
 from ..runtime import hashes
 from ..runtime.rt import register_twice_message
-from .compiler import CompiledProgram
+from .compiler import CompiledProgram, Compiler
 
 MAX_INT_BITS = 127         # the widest P4 value held in an __int128 without losing its sign
 
@@ -332,13 +332,7 @@ class _Gen:
         return lines
 
     def _leaves(self, t: StructT, path: str) -> list[tuple[str, Any]]:
-        out: list[tuple[str, Any]] = []
-        for n, ft in t.fields:
-            if isinstance(ft, StructT) and ft.kind == "struct":
-                out.extend(self._leaves(ft, f"{path}.{n}"))
-            else:
-                out.append((f"{path}.{n}", ft))
-        return out
+        return Compiler._leaves(t, path)        # the Python backend's field order, shared
 
     def struct_helpers(self, t: StructT) -> list[str]:
         c = t.py_class
