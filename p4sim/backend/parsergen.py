@@ -124,12 +124,16 @@ def _transition(c: "Compiler", s: ast.ParserState, numbers, ctx: "BodyCtx", pkt:
             default_seen = True
             break
     if not default_seen:
+        # No case matched. The P4 spec says reject with error.NoMatch, and Tofino sets its
+        # no-match error bit; bmv2 (v1model) just ends parsing there without an error
+        # (ParseState::find_next_state falls to a null default state), like an explicit reject.
+        no_match = 0 if c.arch == "v1model" else c.errors.index("NoMatch")
         if first:
-            w.line(f"raise ParserReject({c.errors.index('NoMatch')}, off)")
+            w.line(f"raise ParserReject({no_match}, off)")
         else:
             w.line("else:")
             with w.indent():
-                w.line(f"raise ParserReject({c.errors.index('NoMatch')}, off)")
+                w.line(f"raise ParserReject({no_match}, off)")
 
 
 def _key_cond(c: "Compiler", item: ast.Keyset, k: str, kt, ctx: "BodyCtx") -> str | None:
