@@ -3,6 +3,9 @@
 // of range reads an invalid header and writes nothing; p4c's @priority(N) on const entries;
 // an unused typedef that mentions varbit is accepted; an int literal compared with a bit<N>
 // constant is converted to bit<N> first (8w255 == -1).
+// Not runnable on real bmv2: with the run-time stack index (op 4), p4c 34b86e9bac's JSON
+// makes simple_switch 1.15.5 abort at load (Json::LogicError "Type is not convertible to
+// string"); without op 4 it loads.
 #include <core.p4>
 #include <v1model.p4>
 
