@@ -60,8 +60,9 @@ EXTENSIONS: dict[str, str] = {
     # checked by the runner: it needs the table's match kinds
     "implicit_priority": "an entry without a priority in a table with ternary/range/optional keys",
     # a behaviour, declared only: p4sim runs each command to completion before the next
-    "ordering": "control-plane changes between packets, or output order across passes, that "
-                "p4sim's runner keeps (p4c's bmv2 driver does not wait for earlier packets)",
+    "ordering": "control-plane changes between packets, output order across passes, or state "
+                "one packet's egress reads before the next packet's ingress writes it: orders "
+                "p4sim's runner keeps (bmv2 and its STF driver do not wait for earlier packets)",
 }
 MARKER = "p4sim-stf-extensions"
 _MARKER_RE = re.compile(r"#\s*" + MARKER + r"\b\s*(:?)(.*)")
