@@ -983,7 +983,7 @@ class Compiler:
                 refs.append(model.ActionRef("NoAction", default_only=True))
             default_call = model.ActionCall("NoAction", {})
             default_const = False
-        size = 1024
+        size = 512 if self.arch == "tna" else 1024     # bf-p4c's default; p4c's for P4Info
         sp = d.prop("size")
         if sp is not None:
             size = self.const_eval(sp.value, scope)
