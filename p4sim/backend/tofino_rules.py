@@ -390,8 +390,6 @@ def _register_action_inputs(ra: ast.Instantiation, consts: set[str]) -> dict[str
     found: dict[str, Any] = {}
     for f in fns:
         for n in _walk(f.body):
-            if isinstance(n, ast.Member) and not isinstance(n.expr, ast.Member | ast.Name):
-                continue
             if isinstance(n, ast.Member):
                 root = n
                 while isinstance(root, ast.Member):

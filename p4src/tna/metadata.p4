@@ -50,13 +50,11 @@ struct ina_ig_metadata_t {
     bit<32> key_lo;                // fragment
     bit<8>  prio_in;               // what agg_priority stores or compares this pass
     bit<32> bitmap_in;             // what agg_bitmap stores, merges or keeps this pass
-    // forwarding lookups write their answers here; InaForwardingOutput picks one at the end
+    // forwarding lookups: an ina_route hit waits here and overrides the IPv4 next hop a stage later
     bit<1>  routed;                // ina_route hit
     PortId_t route_port;
     mac_addr_t route_dmac;
-    bit<1>  nhop_drop;             // ipv4_lpm or ecmp_member chose drop (or missed)
-    PortId_t nhop_port;
-    mac_addr_t nhop_dmac;
+    bit<1>  nhop_drop;             // ipv4_lpm chose drop (or missed); a route may still win
     bit<1>  ecmp;                  // ipv4_lpm chose an ECMP group
     bit<16> ecmp_group;
     bit<16> ecmp_hash;
