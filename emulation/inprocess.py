@@ -141,10 +141,13 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
              seed: int = 0, lanes: int = 64, window: int = 8, hop_latency: float = 10e-6, until: float = 60.0,
              rto: RtoEstimator | None = None, max_events: int = 5_000_000,
              starts: Mapping[int, float] | None = None,
-             priorities: Mapping[int, Sequence[Sequence[int]]] | None = None) -> list[InProcessResult]:
+             priorities: Mapping[int, Sequence[Sequence[int]]] | None = None,
+             members: Mapping[int, Sequence[int]] | None = None) -> list[InProcessResult]:
     """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
     ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
-    host serve their jobs together. One result per job, in ``fd.jobs`` order."""
+    host serve their jobs together. ``members[j]``: the worker ids of job ``j`` that run (default
+    all; the deployment's fan-ins and PS config must expect just those, as GOAT-Async's round
+    labels do), an empty list leaving the job idle. One result per job, in ``fd.jobs`` order."""
     fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
     agents: dict[str, Any] = {}
@@ -161,7 +164,11 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
         a = dep.addresses
         seeds.append(job_seeds(seed, k, len(dep.workers)))
         mine = []
+        running = set(range(len(dep.workers)) if members is None or dep.job_id not in members
+                      else members[dep.job_id])
         for i, w in enumerate(dep.workers):
+            if i not in running:
+                continue
             if w in agents:
                 raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
             wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
@@ -184,8 +191,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     for k, dep in enumerate(fd.jobs):
         ts = trainers[k]
         per_round = []
-        for r in range(min(len(t.finished) for t in ts)):
-            want = expected_fixed(round_seeds(seeds[k], r), dep.submodel_sizes, lanes)
+        for r in range(min((len(t.finished) for t in ts), default=0)):
+            want = expected_fixed([round_seeds(seeds[k], r)[t.index] for t in ts], dep.submodel_sizes, lanes)
             start = max(t.finished[r - 1] for t in ts) if r else ts[0].start_at
             per_round.append({"round": r, "seconds": max(t.finished[r] for t in ts) - start,
                               "exact": all(np.array_equal(t.results[r], want) for t in ts),
@@ -193,7 +200,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
         ps = pses[dep.ps]
         out.append(InProcessResult(per_round, dict(ps.stats.received), report, ps.stats,
                                    {"jct": max(t.finished[-1] for t in ts) - ts[0].start_at
-                                    if all(t.done for t in ts) else float("nan")}))
+                                    if ts and all(t.done for t in ts) else float("nan")}))
     return out
 
 

@@ -28,7 +28,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -43,10 +43,11 @@ from controller.schemes import run_scheme as plan_with
 from controller.topologies import fat_tree
 from hostlib.protocol import HEADER_LEN, MAX_WORKERS
 
-from .agents import UDP_OVERHEAD
+from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
+from .inprocess import run_jobs as run_inprocess
 from .install import install
 from .net import SWITCH_KINDS, EmuNet, mininet_unavailable_reason
 
@@ -62,6 +63,8 @@ class RoundResult:
     wall_seconds: float
     job: int = 1
     start: float = 0.0                  # the job's start, s after the common start
+    busiest_link: str = ""              # the link that carried the most (at its rate) until every worker was done
+    busiest_link_seconds: float = 0.0   # how long that took it at its rate: its busy time (all jobs)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -83,18 +86,31 @@ class RoundResult:
                 for r in range(n)]
 
 
-def _tx_packets(net: EmuNet) -> int:
-    """Sum of tx_packets of every switch interface (root namespace): what the switches sent."""
-    total = 0
+def link_bits_per_s(topo: Topology, bw_scale: float) -> dict[tuple[str, str], float]:
+    """Each link's rate in the emulation, both directions: (from, to) → bits per second."""
+    rates = {}
+    for link in topo.links:
+        rates[(link.a, link.b)] = rates[(link.b, link.a)] = link.capacity_gbps * 1e9 / bw_scale
+    return rates
+
+
+def _link_counters(net: EmuNet) -> dict[tuple[str, str], tuple[int, int]]:
+    """(from, to) → (packets, bytes) every link has carried so far, read off the switches' ends
+    (root namespace): a switch interface's tx is switch → peer, its rx peer → switch."""
+    counts = {}
     for sw in net.switches():
         for intf in sw.intfList():
-            if intf.name == "lo":
+            if intf.name == "lo" or intf.link is None:
                 continue
+            peer = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
+            stats = Path(f"/sys/class/net/{intf.name}/statistics")
             try:
-                total += int(Path(f"/sys/class/net/{intf.name}/statistics/tx_packets").read_text())
+                read = {k: int((stats / k).read_text()) for k in ("tx_packets", "tx_bytes", "rx_packets", "rx_bytes")}
             except OSError:
-                pass
-    return total
+                continue
+            counts[(sw.name, peer.node.name)] = (read["tx_packets"], read["tx_bytes"])
+            counts[(peer.node.name, sw.name)] = (read["rx_packets"], read["rx_bytes"])
+    return counts
 
 
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
@@ -198,7 +214,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
             raise RuntimeError("agents not ready after 120 s")
         time.sleep(0.05)
     workers = [w for d in fd.jobs for w in d.workers]
-    tx0 = _tx_packets(net)
+    before = _link_counters(net)
     t0 = time.time() + 0.3
     (workdir / "go").write_text(f"{t0}\n")
     # workers finish their rounds, then linger to answer the PS until every one is done
@@ -213,13 +229,19 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
                 reported = done
         time.sleep(0.05)
     wall = time.time() - t0
+    done = _link_counters(net)
     (workdir / "finish").write_text("finish\n")
     for w in workers:
         try:
             procs[w].wait(30)
         except Exception:
             procs[w].kill()
-    tx1 = _tx_packets(net)
+    after = _link_counters(net)
+    switches = set(net.topology.switches())
+    switch_tx = sum(after[ab][0] - before[ab][0] for ab in after if ab[0] in switches and ab in before)
+    rates = link_bits_per_s(net.topology, net.bw_scale) if net.bw_scale else {}
+    busy = {ab: 8 * (done[ab][1] - before[ab][1]) / rates[ab] for ab in done if ab in before and ab in rates}
+    busiest = max(busy, key=busy.__getitem__, default=None)
     for h, (role, _) in cfgs.items():
         if role == "ps":
             procs[h].terminate()                # the PS runs until told; SIGTERM → report
@@ -231,7 +253,9 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
             raise RuntimeError(f"agent {h} wrote no report: {(workdir / f'{h}.log').read_text()[-2000:]}")
         reports[h] = json.loads(out.read_text())
     return [RoundResult(fd.scheme, [reports[w]["jobs"][str(d.job_id)] for w in d.workers], reports[d.ps],
-                        tx1 - tx0, wall, job=d.job_id, start=starts.get(d.job_id, 0.0)) for d in fd.jobs]
+                        switch_tx, wall, job=d.job_id, start=starts.get(d.job_id, 0.0),
+                        busiest_link="→".join(busiest) if busiest else "",
+                        busiest_link_seconds=busy[busiest] if busiest else 0.0) for d in fd.jobs]
 
 
 def _rounds_done(progress_file: Path) -> int:
@@ -270,6 +294,7 @@ class SchemeRun:
     deployment: FabricDeployment
     entries: int
     lanes: int = LANES                  # gradient lanes per packet of the program that ran
+    bounds: dict[int, LinkBound] = field(default_factory=dict)   # job id → its round's link-rate ideal
 
 
 def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, loss: float,
@@ -283,8 +308,8 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     if scheme == ASYNC:
         async_history(jobs, seed)
     plan = plan_scheme(scheme, topo, jobs)
-    fd = deploy_jobs(topo, jobs, plan, total_elements={j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, specs)},
-                     pool_size=pool)
+    elements = {j.name: int(s.mb * 1e6 / 4) for j, s in zip(jobs, specs)}
+    fd = deploy_jobs(topo, jobs, plan, total_elements=elements, pool_size=pool)
     log(f"[{scheme}] aggregation nodes: " + (", ".join(
         f"{n}({'/'.join(sorted({d.levels[n] for d in fd.jobs if n in d.levels}))}, {fd.pool_sizes[n]} aggregators)"
         for n in fd.ina_switches) or "none"))
@@ -298,6 +323,12 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         for j in jobs:
             log(f"[{scheme}] job {j.job_id}: K_t = {async_info(plan, j)['K_t']} of {len(j.workers)} workers; "
                 f"participants per round {joined[j.job_id]}")
+    # the ideal counts the plan's traffic: every aggregation where the plan puts it (no pool collisions)
+    bounds = link_bounds(topo, deploy_jobs(topo, jobs, plan, total_elements=elements, pool_size=DEFAULT_POOL),
+                         specs, bw_scale=bw_scale, lanes=SWITCH_KINDS[switch].lanes, window=window,
+                         participants=joined)
+    log(f"[{scheme}] link-rate ideal per round: " + ", ".join(
+        f"job {j} {b.seconds:.3f} s ({b.link})" for j, b in sorted(bounds.items())))
     net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch)
     net.with_switch_options(**({"drop_rate": loss, "seed": seed} if switch != "bmv2" else {}))
     try:
@@ -322,7 +353,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                 f"worker resends {r['worker_resent']} ({r['worker_fast_resent']} fast)")
         log(f"{pre}: completion {res.completion:.2f} s ({len(res.per_round())} rounds), exact={res.exact}, "
             f"PS received {res.ps['rx_packets']} packets, preemptions {res.ps['received'].get('preempted', 0)}")
-    return SchemeRun(scheme, results, fd, entries, net.lanes)
+    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds)
 
 
 def spec_of(specs: list[JobSpec], job_id: int) -> JobSpec:
@@ -385,11 +416,99 @@ def plan_scheme(scheme: str, topo: Topology, jobs: list[Job]) -> Plan:
     return merged
 
 
-def ideal_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: int = LANES) -> float:
-    """A worker's round at link rate: its frames (Ethernet + IPv4 + UDP + INA header + lanes)
-    back to back on its host link, nothing else in the way."""
+def host_link_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: int = LANES) -> float:
+    """A worker's frames (Ethernet + IPv4 + UDP + INA header + lanes) back to back on its own
+    host link: the round of a fabric where no link is shared (the ideal before issue 11)."""
     frames = sum(-(-n // lanes) for n in submodel_sizes)
     return frames * (UDP_OVERHEAD + HEADER_LEN + 4 * lanes) * 8 / (link_mbps * 1e6)
+
+
+@dataclass(frozen=True)
+class LinkBound:
+    """The link-rate ideal of a job's round."""
+    seconds: float            # the busiest link's bytes at its rate (mean over the job's rounds)
+    link: str                 # that link in the job's first round, "from→to"
+
+
+def link_bounds(topo: Topology, fd: FabricDeployment, specs: list[JobSpec], *, bw_scale: float,
+                lanes: int = LANES, window: int = 8,
+                participants: Mapping[int, list[list[int]]] | None = None) -> dict[int, LinkBound]:
+    """Per job id, the least time a round can take at link rate: every link the job uses has to
+    carry what the deployment puts on it in a lossless round — first copies to their aggregation
+    nodes, partials, results multicast or unicast by the PS — and no link moves more than its
+    rate. The traffic is counted, not modelled: the in-process twin runs one round through the
+    real program and ``fd``'s tables (deploy it with a pool too large to collide, so every
+    aggregation happens where the plan puts it). Jobs that start together with the same size
+    and rounds run their rounds side by side, so a shared link carries all of theirs; any other
+    job counts alone. GOAT-Async: each round with its participants, the mean over rounds. A
+    worker's own host link (:func:`host_link_round_seconds`) is one of the links, so this is
+    never less than that."""
+    bits_per_s = link_bits_per_s(topo, bw_scale)
+    side_by_side = len({(sp.start, sp.mb, sp.rounds) for sp in specs}) == 1
+    groups: dict[int, list[Deployment]] = {}        # jobs whose rounds overlap (a job's parts share its spec)
+    for dep in fd.jobs:
+        groups.setdefault(0 if side_by_side else dep.job_id % PART_JOB_ID_STRIDE, []).append(dep)
+    joined = participants or {}
+    traffic: dict[tuple, dict[tuple[str, str, int], int]] = {}     # members → link bytes of one round
+    bounds: dict[int, LinkBound] = {}
+    for deps in groups.values():
+        ids = {d.job_id for d in deps}
+        per_round: dict[int, list[tuple[float, str]]] = {d.job_id: [] for d in deps}
+        for rnd in range(spec_of(specs, deps[0].job_id).rounds):
+            members = {d.job_id: (joined[d.job_id][rnd] if d.job_id in joined else list(range(len(d.workers))))
+                       if d.job_id in ids else [] for d in fd.jobs}
+            key = tuple((j, tuple(m)) for j, m in sorted(members.items()))
+            if key not in traffic:
+                traffic[key] = _round_traffic(topo, fd, members, joined, rnd, lanes, window)
+            by_link: dict[tuple[str, str], int] = {}
+            for (a, b, _), n in traffic[key].items():
+                by_link[(a, b)] = by_link.get((a, b), 0) + n
+            for d in deps:
+                used = [(a, b) for (a, b, j), n in traffic[key].items() if j == d.job_id and n]
+                busiest = max(used, key=lambda ab: by_link[ab] / bits_per_s[ab])
+                per_round[d.job_id].append((8 * by_link[busiest] / bits_per_s[busiest], "→".join(busiest)))
+        for job_id, rows in per_round.items():
+            bounds[job_id] = LinkBound(sum(sec for sec, _ in rows) / len(rows), rows[0][1])
+    return bounds
+
+
+def _round_traffic(topo: Topology, fd: FabricDeployment, members: Mapping[int, list[int]],
+                   joined: Mapping[int, list[list[int]]], rnd: int, lanes: int,
+                   window: int) -> dict[tuple[str, str, int], int]:
+    """Link bytes of one lossless in-process round of ``fd`` with ``members`` (job → worker ids)
+    running; a GOAT-Async job carries round ``rnd``'s fan-ins and its PS expects that round's
+    participants. The parts of a job split over several PSes share their workers' hosts, which
+    the twin runs one agent each on: they run one after the other and their bytes add up (with a
+    pool that never collides, no part changes another's traffic). Raises RuntimeError unless
+    every running job completes the round exactly."""
+    deps = []
+    for dep in fd.jobs:
+        if dep.job_id in joined:
+            labels = {w: round_labels(dep.labels[w], None, rnd, round_fan_ins(dep, w, joined[dep.job_id]))
+                      for w in dep.workers}
+            dep = replace(dep, labels=labels, job_config=replace(dep.job_config,
+                                                                 participants={0: list(members[dep.job_id])}))
+        deps.append(dep)
+    batches: list[list[int]] = []           # job ids running together: no worker host twice
+    for dep in deps:
+        if members[dep.job_id]:
+            hosts = {dep.workers[i] for i in members[dep.job_id]}
+            batch = next((b for b in batches if not any(hosts & set(d.workers) for d in deps if d.job_id in b)), None)
+            if batch is None:
+                batches.append(batch := [])
+            batch.append(dep.job_id)
+    total: dict[tuple[str, str, int], int] = {}
+    for batch in batches:
+        running = {j: (m if j in batch else []) for j, m in members.items()}
+        results = run_inprocess(topo, replace(fd, jobs=deps), rounds={d.job_id: 1 for d in deps}, lanes=lanes,
+                                window=window, members=running)
+        for dep, res in zip(deps, results):
+            if running[dep.job_id] and not (len(res.rounds) == 1 and res.exact):
+                raise RuntimeError(f"link bound of {fd.scheme}: job {dep.job_id}'s lossless in-process round "
+                                   "did not complete exactly")
+        for key, n in results[0].report.link_bytes.items():
+            total[key] = total.get(key, 0) + n
+    return total
 
 
 def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: float) -> list[dict[str, Any]]:
@@ -400,13 +519,17 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
         n_rounds = max(1, len(res.per_round()))
         # fragments the workers sent as first copies (GOAT-Async: only in the rounds they joined)
         frags = sum(w["fragments"] * sum(1 for r in w["rounds"] if r.get("joined", True)) for w in res.workers)
-        ideal = ideal_round_seconds(dep.submodel_sizes, link_mbps, run.lanes)
+        host_link = host_link_round_seconds(dep.submodel_sizes, link_mbps, run.lanes)
+        bound = run.bounds[res.job]
         mean = res.completion / n_rounds
         rows.append({
             "scheme": run.scheme, "job": res.job, "workers": len(res.workers), "mb": spec.mb, "loss": loss,
             "start_s": spec.start, "rounds": len(res.per_round()), "jct_s": round(res.completion, 3),
-            "mean_round_s": round(mean, 3), "ideal_round_s": round(ideal, 4),
-            "ratio_to_ideal": round(mean / ideal, 2), "exact": res.exact,
+            "mean_round_s": round(mean, 3), "ideal_round_s": round(bound.seconds, 4),
+            "ratio_to_ideal": round(mean / bound.seconds, 2), "busiest_link": bound.link,
+            "host_link_s": round(host_link, 4), "ratio_to_host_link": round(mean / host_link, 2),
+            "link_busy": f"{res.busiest_link_seconds / res.wall_seconds:.0%} {res.busiest_link}" if res.wall_seconds else "",
+            "exact": res.exact,
             "ps_rx_packets": res.ps["rx_packets"], "ps_rx_bytes": res.ps["rx_bytes"],
             "ps_rx_mb": round(res.ps["rx_bytes"] / 1e6, 3),
             "ina_fraction": round(ina_fraction(res.ps["received"], frags), 4),
@@ -435,8 +558,9 @@ def write_rounds(runs: list[SchemeRun], out: Path) -> None:
                                  **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}})
 
 
-SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ratio_to_ideal", "exact", "ps_rx_mb",
-                   "ina_fraction", "preemptions", "worker_resent", "ina_switches"]
+SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ideal_round_s", "ratio_to_ideal",
+                   "busiest_link", "ratio_to_host_link", "link_busy", "exact", "ps_rx_mb", "ina_fraction", "preemptions",
+                   "worker_resent", "ina_switches"]
 
 
 def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, title: str, png: str) -> None:
@@ -450,8 +574,12 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
     lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     lines += ["", "jct_s: the job's slowest worker, its first send → last result of its last round "
-              "(mean_round_s: that over the rounds; per round: rounds.csv); ratio_to_ideal: mean round / "
-              "a worker's frames back to back at link rate; exact: every worker, every round; ps_rx: what "
+              "(mean_round_s: that over the rounds; per round: rounds.csv); ideal_round_s: the link-rate ideal, "
+              "the busiest link's bytes in a lossless round of the plan (jobs side by side) at its rate "
+              "(busiest_link: which one); ratio_to_ideal: mean round / that; ratio_to_host_link: mean round / a "
+              "worker's frames back to back on its own link (the ideal of a fabric sharing no link); link_busy: the "
+              "link that carried the most (at its rate) from the start until every worker was done, measured on "
+              "the switch interfaces, and the share of that time it was busy; exact: every worker, every round; ps_rx: what "
               "reached the job's PS (bytes with Ethernet/IPv4/UDP headers); ina_fraction: share of the workers' "
               "fragments that switches aggregated (not received plain by the PS); preemptions: partials the "
               "PS received because ESA swapped them out.", ""]

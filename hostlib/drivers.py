@@ -45,6 +45,8 @@ class SimReport:
     lost: int = 0                                               # frames the loss model dropped
     duplicated: int = 0                                         # extra copies it delivered
     switch_frames: dict[str, int] = field(default_factory=dict)  # frames each switch transmitted
+    # (from, to, job id of the INA header, -1 if none) → bytes that link carried for that job
+    link_bytes: dict[tuple[str, str, int], int] = field(default_factory=dict)
     quiet: bool = False           # stopped because nothing was left to do (not by ``until``)
 
 
@@ -56,6 +58,8 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
     ``stop()`` is true, or until no frame is in flight and no agent has a deadline.
 
     Every link, host links included, takes ``hop_latency``; switches process in zero time.
+    ``report.link_bytes`` counts what each link carried per direction and job (duplicates
+    included, drops not): the traffic the agents put on every link, whatever the clock.
     ``loss[(a, b)]`` is the probability a frame sent from node a (host or switch name) to its
     neighbour b is dropped, ``duplicate[(a, b)]`` that it arrives twice (the copy one hop
     latency later); both drawn from ``random.Random(seed)``.
@@ -73,16 +77,25 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
         seq += 1
         heapq.heappush(queue, (t, seq, kind, data))
 
+    link_bytes = report.link_bytes
+    job_at = ETH_IP_UDP_LEN + 2                  # the INA header's job id (big-endian u16)
+
+    def carried(src: str, dst: str, frame: bytes) -> None:
+        key = (src, dst, int.from_bytes(frame[job_at:job_at + 2], "big") if len(frame) >= job_at + 2 else -1)
+        link_bytes[key] = link_bytes.get(key, 0) + len(frame)
+
     def hop(src: str, dst: str, t: float, kind: str, data: tuple) -> None:
         p = loss.get((src, dst), 0.0)
         if p and rng.random() < p:
             report.lost += 1
             return
         push(t + hop_latency, kind, data)
+        carried(src, dst, data[-1])
         p = duplicate.get((src, dst), 0.0)
         if p and rng.random() < p:
             report.duplicated += 1
             push(t + 2 * hop_latency, kind, data)
+            carried(src, dst, data[-1])
 
     def emit(host: str, frames: Iterable[bytes], now: float) -> None:
         sw, port = fabric.hosts[host]

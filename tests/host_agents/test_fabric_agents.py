@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from hostlib.drivers import run_on_fabric
+from hostlib.protocol import ETH_IP_UDP_LEN, HEADER_LEN
 
 from .fabric3 import SIZES, Setup, build
 
@@ -32,6 +33,17 @@ def test_goat_lossless_is_exact_and_ps_sees_only_the_plan() -> None:
     assert s.ps.stats.received == {"switch_result": frags[0] + frags[1], "plain": 4 * frags[3]}
     assert s.ps.stats.reminders == 0 and s.ps.stats.queries == 0
     assert all(wk.stats.resent == 0 and wk.stats.duplicate_results == 0 for wk in s.workers.values())
+
+
+def test_link_bytes_count_each_workers_first_copies_on_its_host_link() -> None:
+    s = build("goat")
+    rep = run_on_fabric(s.fabric, s.agents, UNTIL)
+    frame = ETH_IP_UDP_LEN + HEADER_LEN + 4 * 64
+    fragments = sum(-(-n // 64) for n in SIZES)
+    for host, wk in s.workers.items():
+        switch = s.fabric.hosts[host][0]
+        assert rep.link_bytes[(host, switch, wk.job_id)] == fragments * frame      # lossless: no resends
+        assert not any(h == host and j != wk.job_id for h, _, j in rep.link_bytes)
 
 
 def test_atp_one_aggregator_pool_collides_and_ps_completes_exactly() -> None:
