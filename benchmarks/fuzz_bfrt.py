@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fuzz_ina import (Report, _rand_bytes, _rand_id, _width_bytes, bad_status, call,  # noqa: E402
                                   make_switch)
 
+# PERMISSION_DENIED: a write to a table with const entries (the TNA program's register tables)
 ALLOWED = ("OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED",
-           "FAILED_PRECONDITION", "UNIMPLEMENTED")
+           "FAILED_PRECONDITION", "UNIMPLEMENTED", "PERMISSION_DENIED")
 CLIENT = 1
 
 

@@ -54,10 +54,15 @@ if [ -n "$tofino_cc" ]; then
     for p in p4src/tna/ina.p4 tests/p4tna/*.p4; do
         name=$(basename "$p" .p4)
         mkdir -p "$out/tna-$name"
-        $tofino_cc --target tofino --arch tna -o "$out/tna-$name" \
+        $tofino_cc --target tofino --arch tna -g -o "$out/tna-$name" \
                 --bf-rt-schema "$out/tna-$name/bf-rt.json" "$p" \
             && echo "$tofino_cc: $p compiled; resources in $out/tna-$name" \
             || { echo "FAILED with $tofino_cc: $p"; failed=1; }
+        # the open back end may place into more stages than Tofino 1 has without an error
+        resources="$out/tna-$name/pipe/logs/resources.json"
+        if [ -s "$resources" ]; then
+            python3 docker/tofino_fit.py "$resources" || { echo "DOES NOT FIT: $p"; failed=1; }
+        fi
         # p4sim's BfRuntime schema against the compiler's (names, keys, actions, data; not ids)
         bfrt="$out/tna-$name/bf-rt.json"
         if [ -s "$bfrt" ]; then

@@ -175,8 +175,8 @@ def test_ina_tna_protocol_differential() -> None:
     # registers written by the control plane (BfRuntime does the same) are seen by C
     for sw in (py, c):
         sw.register_write("InaIngress.aggregator.owner_hi", 2, 0xFFFF0001)
-        sw.register_write("InaIngress.aggregator.lane_3", 1, -7)
-    assert c.register_read("InaIngress.aggregator.lane_3", 1) == -7
+        sw.register_write("InaIngress.lanes.lane_3", 1, -7)
+    assert c.register_read("InaIngress.lanes.lane_3", 1) == -7
     _compare(py, c, _protocol_rounds(random.Random(22), 10, first=41))
 
 

@@ -1,17 +1,39 @@
-// The aggregator pool for Tofino (TNA): same protocol as the v1model program, written for one
-// stateful-ALU access per register per pass. First pass: claim / match / merge / add / contest.
-// Whatever must read state out (a complete aggregate, a preempted partial, a reminder's drain,
-// a release) resubmits the packet and does it in a second pass with "exchange" actions.
+// The aggregator pool for Tofino (TNA): same protocol as the v1model program, laid out the way
+// a Tofino pipeline runs it. Every register has ONE table, whose const entries pick the
+// register's operation from what the pass is (`kind`, set once early) and what the registers
+// before it answered; a register's operations thus share one logical table and one stage.
+// First pass: claim / match / merge / add / contest. Whatever must read state out (a complete
+// aggregate, a preempted partial, a reminder's drain, a release) resubmits the packet and does
+// it in a second pass. Stage by stage: p4src/tna/README.md.
 #ifndef _INA_TNA_AGGREGATOR_P4_
 #define _INA_TNA_AGGREGATOR_P4_
 
+// What a pass does, decided once from the resubmit operation and the packet (ina_pass_kind).
+const bit<8> KIND_NONE      = 0;    // not the aggregator's (never set by ina_pass_kind)
+const bit<8> KIND_COMPLETE  = 1;    // arrived complete: on to the next level, memory untouched
+const bit<8> KIND_LOOKUP    = 2;    // a returning result (ATP hold) or a reminder: owned here?
+const bit<8> KIND_FRAGMENT  = 3;    // claim, merge and add, or contest
+const bit<8> KIND_TAKE      = 4;    // second pass: the aggregate is complete, read it out, free
+const bit<8> KIND_TAKE_HOLD = 5;    // ... and keep the key (ATP's hold until the result returns)
+const bit<8> KIND_DRAIN     = 6;    // second pass of a reminder: the partial out to its PS, free
+const bit<8> KIND_SWAP      = 7;    // second pass of a won contest: packet swapping
+const bit<8> KIND_RELEASE   = 8;    // second pass of a returning result: free the held aggregator
+const bit<8> KIND_UNMERGE   = 9;    // second pass of a duplicate that brought new bits
+const bit<8> KIND_DOWNGRADE = 10;   // second pass of a lost contest: halve the holder's priority
+
+// What owner_hi answers a fragment or a lookup.
 const bit<8> OWNER_OTHER   = 0;
 const bit<8> OWNER_CLAIMED = 1;
 const bit<8> OWNER_MATCH   = 2;
 
-const bit<8> ROUND_SAME    = 0;
-const bit<8> ROUND_NEWER   = 1;   // the packet's round is newer: the aggregator's partial is stale
-const bit<8> ROUND_OLDER   = 2;   // the packet is from a finished round
+// Where a fragment or a lookup stands once the owner registers have answered (agg_round's
+// table writes it; the parser starts it at SIT_OTHER).
+const bit<8> SIT_OTHER = 0;         // another key holds the aggregator (or no owner: lookup)
+const bit<8> SIT_CLAIM = 1;         // the fragment claimed a free aggregator
+const bit<8> SIT_SAME  = 2;         // same key and round: merge and add
+const bit<8> SIT_NEWER = 3;         // same key, the packet's round is newer: reclaim the stale partial
+const bit<8> SIT_OLDER = 4;         // same key, the packet is from a finished round
+const bit<8> SIT_OWNED = 5;         // a lookup found its own key and round
 
 // A register with two exchanges, each returning the previous value: _swap stores the arriving
 // packet's state (a claim, or ESA's packet swapping), _take what a completion or release leaves
@@ -26,36 +48,67 @@ const bit<8> ROUND_OLDER   = 2;   // the packet is from a finished round
         void apply(inout T value, out T rv) { rv = value; value = take_input; }        \
     };
 
-// The aggregator index, the way Tofino computes it: the hash unit writes its own field, the
-// mask and the base are applied by later actions, and every register is indexed by the plain
-// field agg_index (bf-p4c refuses a hash or an expression as a register index). Applied for
-// every INA packet before the job lookup gates the aggregator, so the chain starts early.
-control InaAggIndex(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) agg_hash;
-
-    action compute_agg_hash() {
-        meta.agg_hash = agg_hash.get({ hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id,
-                                       hdr.ina.fragment_id });
-        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
-        meta.key_lo = hdr.ina.fragment_id;
-    }
-    action compute_agg_offset() {
-        meta.agg_offset = meta.agg_hash & meta.pool_mask;
-    }
+control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
+                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    // ---- stage 2: the index (pool_base + hash & mask; the mask was applied by ina_node's or
+    // the release path's action) and the pass's kind with the inputs its registers store
     action compute_agg_index() {
         meta.agg_index = meta.pool_base + meta.agg_offset;
     }
-
-    apply {
-        compute_agg_hash();
-        compute_agg_offset();
-        compute_agg_index();
+    // What the priority and bitmap registers store or compare in this pass (one input field
+    // each: a stateful ALU reads at most two PHV fields). ATP's hold keeps a completed
+    // aggregator's key with priority 255 (no preemption) and an all-ones bitmap (every copy a
+    // duplicate) until the result returns.
+    action pass_with_inputs(bit<8> kind, bit<8> priority, bit<32> bitmap) {
+        meta.kind = kind;
+        meta.prio_in = priority;
+        meta.bitmap_in = bitmap;
     }
-}
+    action pass_with_packet_inputs(bit<8> kind) {
+        meta.kind = kind;
+        meta.prio_in = hdr.ina.priority;
+        meta.bitmap_in = hdr.ina.bitmap;
+    }
+    action pass_downgrade() {
+        meta.kind = KIND_DOWNGRADE;
+        meta.prio_in = meta.resubmit.prio_next;
+    }
+    action pass_unmerge() {
+        meta.kind = KIND_UNMERGE;
+        meta.bitmap_in = meta.resubmit.keep_bits;
+    }
+    // first match wins (const entries are in priority order)
+    table ina_pass_kind {
+        key = {
+            meta.op         : ternary;
+            meta.releasing  : ternary;
+            hdr.ina.flags   : ternary;   // REMINDER
+            meta.missing    : ternary;   // 0: the packet is complete already
+            meta.hold       : ternary;
+        }
+        actions = { pass_with_inputs; pass_with_packet_inputs; pass_downgrade; pass_unmerge; }
+        const entries = {
+            (INA_OP_NONE, 0, 0 &&& INA_FLAG_REMINDER, 0, _) : pass_with_packet_inputs(KIND_COMPLETE);
+            (INA_OP_NONE, 1, _, _, _)                       : pass_with_packet_inputs(KIND_LOOKUP);
+            (INA_OP_NONE, _, INA_FLAG_REMINDER &&& INA_FLAG_REMINDER, _, _)
+                                                            : pass_with_packet_inputs(KIND_LOOKUP);
+            (INA_OP_NONE, _, _, _, _)                       : pass_with_packet_inputs(KIND_FRAGMENT);
+            (INA_OP_TAKE, _, _, _, 1)                       : pass_with_inputs(KIND_TAKE_HOLD, 0xFF, 0xFFFFFFFF);
+            (INA_OP_TAKE, _, _, _, _)                       : pass_with_inputs(KIND_TAKE, 0, 0);
+            (INA_OP_DRAIN, _, _, _, _)                      : pass_with_inputs(KIND_DRAIN, 0, 0);
+            (INA_OP_RELEASE, _, _, _, _)                    : pass_with_inputs(KIND_RELEASE, 0, 0);
+            (INA_OP_SWAP, _, _, _, _)                       : pass_with_packet_inputs(KIND_SWAP);
+            (INA_OP_DOWNGRADE, _, _, _, _)                  : pass_downgrade();
+            (INA_OP_UNMERGE, _, _, _, _)                    : pass_unmerge();
+        }
+        size = 16;
+    }
+    // count >= fan_in as a test against a constant (gateways cannot order two fields)
+    action count_missing() {
+        meta.missing = hdr.ina.fan_in |-| hdr.ina.count;
+    }
 
-control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
-                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    // owner key, high word (job ++ submodel; 0 = free) and low word (fragment)
+    // ---- stage 3: owner key, high word (job ++ submodel; 0 = free)
     EXCHANGE_REGISTER(bit<32>, owner_hi, meta.key_hi, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_hi) owner_hi_claim_or_match = {
         void apply(inout bit<32> value, out bit<8> rv) {
@@ -74,34 +127,110 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             if (value == meta.key_hi) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
+    action owner_hi_claim_or_match_op() { meta.hi_res = owner_hi_claim_or_match.execute(meta.agg_index); }
+    action owner_hi_match_op()          { meta.hi_res = owner_hi_match.execute(meta.agg_index); }
+    action owner_hi_take_op()           { owner_hi_take.execute(meta.agg_index); }
+    action owner_hi_swap_op()           { meta.old_hi = owner_hi_swap.execute(meta.agg_index); }
+    table owner_hi_op {
+        key = { meta.kind : exact; }
+        actions = { owner_hi_claim_or_match_op; owner_hi_match_op; owner_hi_take_op;
+                    owner_hi_swap_op; NoAction; }
+        const entries = {
+            KIND_FRAGMENT : owner_hi_claim_or_match_op();
+            KIND_LOOKUP   : owner_hi_match_op();
+            KIND_TAKE     : owner_hi_take_op();
+            KIND_DRAIN    : owner_hi_take_op();
+            KIND_RELEASE  : owner_hi_take_op();
+            KIND_SWAP     : owner_hi_swap_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
+
+    // ---- stage 4: owner key, low word (fragment)
     EXCHANGE_REGISTER(bit<32>, owner_lo, meta.key_lo, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(owner_lo) owner_lo_match = {
         void apply(inout bit<32> value, out bit<8> rv) {
             if (value == meta.key_lo) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
         }
     };
-    // the owner's round; a later round's packet of the same key reclaims a stale partial
+    action owner_lo_claim_op() { owner_lo_swap.execute(meta.agg_index); }
+    action owner_lo_match_op() { meta.lo_res = owner_lo_match.execute(meta.agg_index); }
+    action owner_lo_take_op()  { owner_lo_take.execute(meta.agg_index); }
+    action owner_lo_swap_op()  { hdr.ina.fragment_id = owner_lo_swap.execute(meta.agg_index); }
+    table owner_lo_op {
+        key = {
+            meta.kind   : exact;
+            meta.hi_res : exact;
+        }
+        actions = { owner_lo_claim_op; owner_lo_match_op; owner_lo_take_op; owner_lo_swap_op;
+                    NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, OWNER_CLAIMED) : owner_lo_claim_op();
+            (KIND_FRAGMENT, OWNER_MATCH)   : owner_lo_match_op();
+            (KIND_LOOKUP, OWNER_MATCH)     : owner_lo_match_op();
+            (KIND_TAKE, OWNER_OTHER)       : owner_lo_take_op();
+            (KIND_DRAIN, OWNER_OTHER)      : owner_lo_take_op();
+            (KIND_RELEASE, OWNER_OTHER)    : owner_lo_take_op();
+            (KIND_SWAP, OWNER_OTHER)       : owner_lo_swap_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
+
+    // ---- stage 5: the owner's round; writes the situation the later registers key on. A later
+    // round's packet of the same key reclaims a stale partial (a worker starts round r+1 only
+    // once every result of round r is in) exactly as a free aggregator is claimed.
     EXCHANGE_REGISTER(bit<32>, agg_round, hdr.ina.round, 0)
     RegisterAction<bit<32>, bit<32>, bit<8>>(agg_round) agg_round_check = {
         void apply(inout bit<32> value, out bit<8> rv) {
             if (value == hdr.ina.round) {
-                rv = ROUND_SAME;
+                rv = SIT_SAME;
             } else if (value < hdr.ina.round) {
                 value = hdr.ina.round;
-                rv = ROUND_NEWER;
+                rv = SIT_NEWER;
             } else {
-                rv = ROUND_OLDER;
+                rv = SIT_OLDER;
             }
         }
     };
     RegisterAction<bit<32>, bit<32>, bit<8>>(agg_round) agg_round_match = {
         void apply(inout bit<32> value, out bit<8> rv) {
-            if (value == hdr.ina.round) { rv = OWNER_MATCH; } else { rv = OWNER_OTHER; }
+            if (value == hdr.ina.round) { rv = SIT_OWNED; } else { rv = SIT_OTHER; }
         }
     };
-    // A stateful ALU reads at most two PHV fields over all its actions (bf-p4c: "requires more
-    // than 2 PHV inputs"), so priority and bitmap each read one input field that the pass fills
-    // early: prio_in / bitmap_in (InaAggregator.apply, before any register), plus prio_seen.
+    action agg_round_claim_op() {
+        agg_round_swap.execute(meta.agg_index);
+        meta.situation = SIT_CLAIM;
+    }
+    action agg_round_check_op() { meta.situation = agg_round_check.execute(meta.agg_index); }
+    action agg_round_match_op() { meta.situation = agg_round_match.execute(meta.agg_index); }
+    action agg_round_take_op()  { agg_round_take.execute(meta.agg_index); }
+    action agg_round_swap_op()  { hdr.ina.round = agg_round_swap.execute(meta.agg_index); }
+    table agg_round_op {
+        key = {
+            meta.kind   : exact;
+            meta.hi_res : exact;
+            meta.lo_res : exact;
+        }
+        actions = { agg_round_claim_op; agg_round_check_op; agg_round_match_op; agg_round_take_op;
+                    agg_round_swap_op; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, OWNER_CLAIMED, OWNER_OTHER) : agg_round_claim_op();
+            (KIND_FRAGMENT, OWNER_MATCH, OWNER_MATCH) : agg_round_check_op();
+            (KIND_LOOKUP, OWNER_MATCH, OWNER_MATCH)   : agg_round_match_op();
+            (KIND_TAKE, OWNER_OTHER, OWNER_OTHER) : agg_round_take_op();
+            (KIND_DRAIN, OWNER_OTHER, OWNER_OTHER) : agg_round_take_op();
+            (KIND_RELEASE, OWNER_OTHER, OWNER_OTHER) : agg_round_take_op();
+            (KIND_SWAP, OWNER_OTHER, OWNER_OTHER) : agg_round_swap_op();
+        }
+        default_action = NoAction();                  // SIT_OTHER stays
+        size = 16;
+    }
+
+    // ---- stage 6: priority, bitmap, fan-in and PS address, keyed on the situation
+    // A stateful ALU reads at most two PHV fields over all its actions, so priority and bitmap
+    // each read one input field that ina_pass_kind filled (prio_in / bitmap_in), plus prio_seen.
     EXCHANGE_REGISTER(bit<8>, agg_priority, meta.prio_in, meta.prio_in)
     // ESA: a higher-priority arrival wins; a failed contest halves the holder's priority. The
     // stateful ALU has no shift, so the contest only reads the priority; the MAU compares it and
@@ -128,13 +257,41 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             }
         }
     };
+    action agg_priority_claim_op()     { agg_priority_swap.execute(meta.agg_index); }
+    action agg_priority_contest_op()   { meta.held = agg_priority_contest.execute(meta.agg_index); }
+    action agg_priority_take_op()      { meta.taken_priority = agg_priority_take.execute(meta.agg_index); }
+    action agg_priority_swap_op()      { hdr.ina.priority = agg_priority_swap.execute(meta.agg_index); }
+    action agg_priority_downgrade_op() { agg_priority_downgrade.execute(meta.agg_index); }
+    table agg_priority_op {
+        key = {
+            meta.kind       : exact;
+            meta.situation  : ternary;
+            meta.preemption : ternary;
+        }
+        actions = { agg_priority_claim_op; agg_priority_contest_op; agg_priority_take_op;
+                    agg_priority_swap_op; agg_priority_downgrade_op; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, SIT_CLAIM, _) : agg_priority_claim_op();
+            (KIND_FRAGMENT, SIT_NEWER, _) : agg_priority_claim_op();
+            (KIND_FRAGMENT, SIT_OTHER, 1) : agg_priority_contest_op();
+            (KIND_TAKE, _, _)             : agg_priority_take_op();
+            (KIND_TAKE_HOLD, _, _)        : agg_priority_take_op();
+            (KIND_DRAIN, _, _)            : agg_priority_take_op();
+            (KIND_RELEASE, _, _)          : agg_priority_take_op();
+            (KIND_SWAP, _, _)             : agg_priority_swap_op();
+            (KIND_DOWNGRADE, _, _)        : agg_priority_downgrade_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
+
     EXCHANGE_REGISTER(bit<32>, agg_bitmap, meta.bitmap_in, meta.bitmap_in)
     // The stateful ALU cannot test (value & bitmap) before writing, so the merge is
     // unconditional; a duplicate that brought new bits (a partial overlapping the aggregator)
     // has them cleared again by a resubmitted pass (agg_bitmap_keep), so a dropped packet
     // leaves the aggregator as it was.
     // It returns the overlap (old bitmap & the packet's) computed by the word's second ALU, so
-    // the duplicate test is a gateway right after this stage.
+    // the duplicate test is a match on the returned value right after this stage.
     RegisterAction<bit<32>, bit<32>, bit<32>>(agg_bitmap) agg_bitmap_merge = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value & meta.bitmap_in;
@@ -146,8 +303,81 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             value = value & meta.bitmap_in;         // keep_bits
         }
     };
-    // contributions still missing (fan_in - count): 0 when complete or free
-    EXCHANGE_REGISTER(bit<8>, agg_remaining, meta.missing, 0)
+    action agg_bitmap_claim_op()  { agg_bitmap_swap.execute(meta.agg_index); }
+    action agg_bitmap_merge_op()  { meta.dup_bits = agg_bitmap_merge.execute(meta.agg_index); }
+    action agg_bitmap_take_op()   { meta.taken_bitmap = agg_bitmap_take.execute(meta.agg_index); }
+    action agg_bitmap_swap_op()   { hdr.ina.bitmap = agg_bitmap_swap.execute(meta.agg_index); }
+    action agg_bitmap_unmerge_op() { agg_bitmap_keep.execute(meta.agg_index); }
+    table agg_bitmap_op {
+        key = {
+            meta.kind      : exact;
+            meta.situation : exact;
+        }
+        actions = { agg_bitmap_claim_op; agg_bitmap_merge_op; agg_bitmap_take_op;
+                    agg_bitmap_swap_op; agg_bitmap_unmerge_op; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, SIT_CLAIM) : agg_bitmap_claim_op();
+            (KIND_FRAGMENT, SIT_NEWER) : agg_bitmap_claim_op();
+            (KIND_FRAGMENT, SIT_SAME)  : agg_bitmap_merge_op();
+            (KIND_TAKE, SIT_OTHER)   : agg_bitmap_take_op();
+            (KIND_TAKE_HOLD, SIT_OTHER) : agg_bitmap_take_op();
+            (KIND_DRAIN, SIT_OTHER)  : agg_bitmap_take_op();
+            (KIND_RELEASE, SIT_OTHER) : agg_bitmap_take_op();
+            (KIND_SWAP, SIT_OTHER)   : agg_bitmap_swap_op();
+            (KIND_UNMERGE, SIT_OTHER) : agg_bitmap_unmerge_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
+
+    EXCHANGE_REGISTER(bit<8>, agg_fan_in, hdr.ina.fan_in, 0)
+    action agg_fan_in_claim_op() { agg_fan_in_swap.execute(meta.agg_index); }
+    action agg_fan_in_take_op()  { meta.taken_fan_in = agg_fan_in_take.execute(meta.agg_index); }
+    action agg_fan_in_swap_op()  { meta.taken_fan_in = agg_fan_in_swap.execute(meta.agg_index); }
+    table agg_fan_in_op {
+        key = {
+            meta.kind      : exact;
+            meta.situation : exact;
+        }
+        actions = { agg_fan_in_claim_op; agg_fan_in_take_op; agg_fan_in_swap_op; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, SIT_CLAIM) : agg_fan_in_claim_op();
+            (KIND_FRAGMENT, SIT_NEWER) : agg_fan_in_claim_op();
+            (KIND_TAKE, SIT_OTHER)   : agg_fan_in_take_op();
+            (KIND_TAKE_HOLD, SIT_OTHER) : agg_fan_in_take_op();
+            (KIND_DRAIN, SIT_OTHER)  : agg_fan_in_take_op();
+            (KIND_RELEASE, SIT_OTHER) : agg_fan_in_take_op();
+            (KIND_SWAP, SIT_OTHER)   : agg_fan_in_swap_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
+
+    EXCHANGE_REGISTER(bit<32>, agg_ps_addr, hdr.ipv4.dst_addr, 0)
+    action agg_ps_addr_claim_op() { agg_ps_addr_swap.execute(meta.agg_index); }
+    action agg_ps_addr_take_op()  { meta.taken_ps_addr = agg_ps_addr_take.execute(meta.agg_index); }
+    action agg_ps_addr_swap_op()  { hdr.ipv4.dst_addr = agg_ps_addr_swap.execute(meta.agg_index); }
+    table agg_ps_addr_op {
+        key = {
+            meta.kind      : exact;
+            meta.situation : exact;
+        }
+        actions = { agg_ps_addr_claim_op; agg_ps_addr_take_op; agg_ps_addr_swap_op; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, SIT_CLAIM) : agg_ps_addr_claim_op();
+            (KIND_FRAGMENT, SIT_NEWER) : agg_ps_addr_claim_op();
+            (KIND_TAKE, SIT_OTHER)   : agg_ps_addr_take_op();
+            (KIND_TAKE_HOLD, SIT_OTHER) : agg_ps_addr_take_op();
+            (KIND_DRAIN, SIT_OTHER)  : agg_ps_addr_take_op();
+            (KIND_SWAP, SIT_OTHER)   : agg_ps_addr_swap_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
+
+    // ---- stages 7-11: contributions still missing and the K lanes, after the duplicate test
+    // (dup_bits == 0: none of the packet's workers is in the aggregate yet)
+    EXCHANGE_REGISTER(bit<8>, agg_remaining, meta.missing, 0)   // fan_in - count: 0 when complete or free
     RegisterAction<bit<8>, bit<32>, bit<8>>(agg_remaining) agg_remaining_consume = {
         void apply(inout bit<8> value, out bit<8> rv) {
             if (value <= hdr.ina.count) {
@@ -159,13 +389,57 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             }
         }
     };
-    EXCHANGE_REGISTER(bit<8>, agg_fan_in, hdr.ina.fan_in, 0)
-    EXCHANGE_REGISTER(bit<32>, agg_ps_addr, hdr.ipv4.dst_addr, 0)
+    action agg_remaining_claim_op()   { agg_remaining_swap.execute(meta.agg_index); }
+    action agg_remaining_consume_op() { meta.done = agg_remaining_consume.execute(meta.agg_index); }
+    action agg_remaining_take_op()    { meta.taken_remaining = agg_remaining_take.execute(meta.agg_index); }
+    action agg_remaining_swap_op()    { meta.taken_remaining = agg_remaining_swap.execute(meta.agg_index); }
+    table agg_remaining_op {
+        key = {
+            meta.kind      : exact;
+            meta.situation : exact;
+            meta.dup_bits  : exact;
+        }
+        actions = { agg_remaining_claim_op; agg_remaining_consume_op; agg_remaining_take_op;
+                    agg_remaining_swap_op; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, SIT_CLAIM, 0) : agg_remaining_claim_op();
+            (KIND_FRAGMENT, SIT_NEWER, 0) : agg_remaining_claim_op();
+            (KIND_FRAGMENT, SIT_SAME, 0)  : agg_remaining_consume_op();
+            (KIND_TAKE, SIT_OTHER, 0) : agg_remaining_take_op();
+            (KIND_TAKE_HOLD, SIT_OTHER, 0) : agg_remaining_take_op();
+            (KIND_DRAIN, SIT_OTHER, 0) : agg_remaining_take_op();
+            (KIND_RELEASE, SIT_OTHER, 0) : agg_remaining_take_op();
+            (KIND_SWAP, SIT_OTHER, 0) : agg_remaining_swap_op();
+        }
+        default_action = NoAction();
+        size = 16;
+    }
 
-    // K lanes: one register each, with exchange (claim/swap), saturating add and take. The add
-    // is sticky at the bounds: a lane that saturated stays saturated, so a later addition
-    // cannot bring it back into range unflagged (egress flags aggregates with a lane at a bound).
-#define LANE_STATE(i)                                                                  \
+    // Where each lane's table goes (bf-p4c's @stage; p4sim ignores it): stage 7 has agg_remaining
+// and three lanes, then four a stage (a stage has 4 stateful ALUs). The placer left to itself
+// finishes the forwarding block (stages 9-11) before coming back to the lanes.
+#define INA_LANE_STAGE_0 7
+#define INA_LANE_STAGE_1 7
+#define INA_LANE_STAGE_2 7
+#define INA_LANE_STAGE_3 8
+#define INA_LANE_STAGE_4 8
+#define INA_LANE_STAGE_5 8
+#define INA_LANE_STAGE_6 8
+#define INA_LANE_STAGE_7 9
+#define INA_LANE_STAGE_8 9
+#define INA_LANE_STAGE_9 9
+#define INA_LANE_STAGE_10 9
+#define INA_LANE_STAGE_11 10
+#define INA_LANE_STAGE_12 10
+#define INA_LANE_STAGE_13 10
+#define INA_LANE_STAGE_14 10
+#define INA_LANE_STAGE_15 11
+
+// K lanes: one register and one table each, with exchange (claim/swap), saturating add and
+    // take. The add is sticky at the bounds: a lane that saturated stays saturated, so a later
+    // addition cannot bring it back into range unflagged (egress flags aggregates with a lane
+    // at a bound).
+#define LANE(i)                                                                        \
     Register<int<32>, bit<32>>(INA_POOL_SIZE) lane_##i;                                \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_exchange = {        \
         void apply(inout int<32> value, out int<32> rv) { rv = value; value = hdr.lanes.v##i; } \
@@ -179,20 +453,35 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     };                                                                                 \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_take = {            \
         void apply(inout int<32> value, out int<32> rv) { rv = value; value = 0; }     \
-    };
-    INA_FOR_EACH_LANE(LANE_STATE)
-
-    // One action per lane and operation: a Tofino action drives at most one stateful ALU
-    // output, and each lane's register sits in whichever stage the compiler places it.
-#define LANE_ACTIONS(i)                                                                \
+    };                                                                                 \
     action lane_##i##_exchange_op() { hdr.lanes.v##i = lane_##i##_exchange.execute(meta.agg_index); } \
-    action lane_##i##_add_op()      { lane_##i##_add.execute(meta.agg_index); }     \
-    action lane_##i##_take_op()     { hdr.lanes.v##i = lane_##i##_take.execute(meta.agg_index); }
-    INA_FOR_EACH_LANE(LANE_ACTIONS)
-#define LANE_EXCHANGE(i) lane_##i##_exchange_op();
-#define LANE_ADD(i)      lane_##i##_add_op();
-#define LANE_TAKE(i)     lane_##i##_take_op();
+    action lane_##i##_add_op()      { lane_##i##_add.execute(meta.agg_index); }        \
+    action lane_##i##_take_op()     { hdr.lanes.v##i = lane_##i##_take.execute(meta.agg_index); } \
+    @stage(INA_LANE_STAGE_##i)                                                         \
+    table lane_##i##_op {                                                              \
+        key = {                                                                        \
+            meta.kind      : exact;                                                    \
+            meta.situation : exact;                                                    \
+            meta.dup_bits  : exact;                                                    \
+        }                                                                              \
+        actions = { lane_##i##_exchange_op; lane_##i##_add_op; lane_##i##_take_op; NoAction; } \
+        const entries = {                                                              \
+            (KIND_FRAGMENT, SIT_CLAIM, 0) : lane_##i##_exchange_op();                  \
+            (KIND_FRAGMENT, SIT_NEWER, 0) : lane_##i##_exchange_op();                  \
+            (KIND_FRAGMENT, SIT_SAME, 0)  : lane_##i##_add_op();                       \
+            (KIND_TAKE, SIT_OTHER, 0) : lane_##i##_take_op();                      \
+            (KIND_TAKE_HOLD, SIT_OTHER, 0) : lane_##i##_take_op();                      \
+            (KIND_DRAIN, SIT_OTHER, 0) : lane_##i##_take_op();                      \
+            (KIND_SWAP, SIT_OTHER, 0) : lane_##i##_exchange_op();                  \
+        }                                                                              \
+        default_action = NoAction();                                                   \
+        size = 8;                                                                      \
+    }
+#define LANE_APPLY(i) lane_##i##_op.apply();
 
+    // ---- stage 8: the verdict, from the registers' answers: one table for a fragment's first
+    // pass and one for everything else (a chain of ifs would spend a logical table per action
+    // call and push the lanes out of the pipeline)
     // ina_level's answer (looked up early into metadata): a complete aggregate or a collided
     // fragment moves to the next node (to_node) or, complete at the last level, becomes a
     // result (RESULT; a multicast group if one was chosen).
@@ -200,8 +489,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
     }
-    // A packet the aggregator keeps or refuses is dropped by the action that says so (a later
-    // table testing the verdict would cost a stage on the longest chain).
+    // A packet the aggregator keeps or refuses is dropped by the action that says so.
     action absorb() {
         meta.verdict = INA_ABSORB;
         ig_dprsr_md.drop_ctl = 1;
@@ -210,217 +498,184 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.verdict = INA_DUPLICATE;
         ig_dprsr_md.drop_ctl = 1;
     }
-    action clear_collision() {
-        hdr.ina.flags[1:1] = 0;            // INA_FLAG_COLLISION
-    }
     action collide() {
-        hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
+        hdr.ina.flags[1:1] = 1;            // INA_FLAG_COLLISION
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
     }
-    action level_up_complete() {
+    action complete() {
+        meta.verdict = INA_COMPLETE;
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
         hdr.ina.flags = hdr.ina.flags | meta.result_flag;
         meta.mcast_group = meta.result_group;
     }
-
-    // count >= fan_in as a test against a constant (gateways cannot order two fields)
-    action count_missing() {
-        meta.missing = hdr.ina.fan_in |-| hdr.ina.count;
+    action resubmit(bit<8> op) {
+        meta.verdict = INA_RESUBMIT;
+        meta.resubmit.op = op;
+    }
+    // a duplicate that brought bits the aggregator lacked: the second pass keeps all others
+    // (seen | ~bitmap == ~(bitmap & ~seen) == ~new_bits)
+    action resubmit_unmerge() {
+        meta.verdict = INA_RESUBMIT;
+        meta.resubmit.op = INA_OP_UNMERGE;
+        meta.resubmit.keep_bits = ~meta.new_bits;
+    }
+    // ESA's downgrade: the holder's priority is halved, written by the second pass, which also
+    // sends the packet on flagged COLLISION
+    action resubmit_downgrade() {
+        meta.verdict = INA_RESUBMIT;
+        meta.resubmit.op = INA_OP_DOWNGRADE;
+        meta.resubmit.prio_seen = meta.held;
+        meta.resubmit.prio_next = meta.held >> 1;
+    }
+    // second pass of a completion: the aggregate leaves as ina_level says
+    action take_out() {
+        hdr.ina.bitmap = meta.taken_bitmap;
+        hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+        hdr.ina.count = hdr.ina.fan_in;
+        complete();
+    }
+    // A partial read out of the aggregator (a drained or swapped-out one) travels to its
+    // owner's PS as an aggregate flagged PREEMPTED; the evicted partial never collided, so a
+    // swap clears COLLISION (it stays with the arriving packet).
+    action drain_out() {
+        hdr.ina.bitmap = meta.taken_bitmap;
+        hdr.ina.priority = meta.taken_priority;      // the drained partial is its owner's
+        hdr.ipv4.dst_addr = meta.taken_ps_addr;
+        hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+        hdr.ina.count = meta.taken_fan_in - meta.taken_remaining;
+        hdr.ina.fan_in = meta.taken_fan_in;
+        hdr.ina.flags[2:2] = 1;                      // INA_FLAG_PREEMPTED
+    }
+    // ... and a collided reminder then moves on to the next node
+    action drain_out_level_up() {
+        hdr.ina.bitmap = meta.taken_bitmap;
+        hdr.ina.priority = meta.taken_priority;
+        hdr.ipv4.dst_addr = meta.taken_ps_addr;
+        hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+        hdr.ina.count = meta.taken_fan_in - meta.taken_remaining;
+        hdr.ina.flags[2:2] = 1;
+        level_up();
+    }
+    // fragment, round, priority, bitmap and PS address were exchanged into the header by
+    // their registers
+    action swap_out() {
+        hdr.ina.job_id = meta.old_hi[31:16];
+        hdr.ina.submodel_id = meta.old_hi[15:0];
+        hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+        hdr.ina.count = meta.taken_fan_in - meta.taken_remaining;
+        hdr.ina.fan_in = meta.taken_fan_in;
+        hdr.ina.flags[2:1] = 0b10;                   // PREEMPTED set, COLLISION cleared
+    }
+    // new_bits = bitmap & ~seen (seen & bitmap == dup_bits), for the duplicate test
+    action note_new_bits() {
+        meta.new_bits = hdr.ina.bitmap ^ meta.dup_bits;
+    }
+    table ina_new_bits {
+        key = {
+            meta.kind      : exact;
+            meta.situation : exact;
+        }
+        actions = { note_new_bits; NoAction; }
+        const entries = {
+            (KIND_FRAGMENT, SIT_SAME) : note_new_bits();
+        }
+        default_action = NoAction();
+        size = 4;
+    }
+    // first match wins
+    table ina_fragment_verdict {
+        key = {
+            meta.situation   : ternary;
+            meta.dup_bits    : ternary;      // 0: none of the packet's workers was in yet
+            meta.new_bits    : ternary;      // 0: all of them were (a pure duplicate)
+            meta.done        : ternary;
+            meta.held        : ternary;      // 0: the contest was won (or the holder has priority 0)
+            hdr.ina.priority : ternary;
+            meta.preemption  : ternary;
+        }
+        actions = { absorb; duplicate; resubmit; resubmit_unmerge; resubmit_downgrade; collide; }
+        const entries = {
+            (SIT_OLDER, _, _, _, _, _, _) : duplicate();        // from a finished round
+            (SIT_CLAIM, _, _, _, _, _, _) : absorb();
+            (SIT_NEWER, _, _, _, _, _, _) : absorb();           // reclaimed a stale partial
+            (SIT_SAME, 0, _, 1, _, _, _)  : resubmit(INA_OP_TAKE);
+            (SIT_SAME, 0, _, _, _, _, _)  : absorb();
+            (SIT_SAME, _, 0, _, _, _, _)  : duplicate();
+            (SIT_SAME, _, _, _, _, _, _)  : resubmit_unmerge();
+            (SIT_OTHER, _, _, _, 0, 0, 1) : collide();          // priority 0 never wins
+            (SIT_OTHER, _, _, _, 0, _, 1) : resubmit(INA_OP_SWAP);
+            (SIT_OTHER, _, _, _, _, _, 1) : resubmit_downgrade();
+            (SIT_OTHER, _, _, _, _, _, _) : collide();          // first come, first served
+        }
+        size = 16;
+    }
+    table ina_pass_verdict {
+        key = {
+            meta.kind         : exact;
+            meta.situation    : ternary;
+            meta.releasing    : ternary;
+            hdr.ina.flags     : ternary;     // COLLISION
+            meta.taken_bitmap : ternary;     // all ones: a held, already complete aggregate
+        }
+        actions = { complete; resubmit; level_up; collide; duplicate; take_out; drain_out;
+                    drain_out_level_up; swap_out; NoAction; }
+        const entries = {
+            (KIND_COMPLETE, _, _, _, _)      : complete();      // it arrived complete
+            (KIND_LOOKUP, SIT_OWNED, 1, _, _) : resubmit(INA_OP_RELEASE);
+            (KIND_LOOKUP, SIT_OWNED, _, _, _) : resubmit(INA_OP_DRAIN);
+            // a collided reminder that found nothing here moves on
+            (KIND_LOOKUP, _, 0, INA_FLAG_COLLISION &&& INA_FLAG_COLLISION, _) : level_up();
+            (KIND_DOWNGRADE, _, _, _, _)     : collide();
+            (KIND_UNMERGE, _, _, _, _)       : duplicate();
+            (KIND_TAKE, _, _, _, _)          : take_out();
+            (KIND_TAKE_HOLD, _, _, _, _)     : take_out();
+            // a reminder that met a held, already complete aggregator only freed it
+            (KIND_DRAIN, _, _, INA_FLAG_COLLISION &&& INA_FLAG_COLLISION, 0xFFFFFFFF) : level_up();
+            (KIND_DRAIN, _, _, _, 0xFFFFFFFF) : NoAction();
+            (KIND_DRAIN, _, _, INA_FLAG_COLLISION &&& INA_FLAG_COLLISION, _) : drain_out_level_up();
+            (KIND_DRAIN, _, _, _, _)         : drain_out();
+            (KIND_SWAP, _, _, _, _)          : swap_out();
+        }
+        default_action = NoAction();
+        size = 16;
     }
 
-    // What the priority and bitmap registers store or compare in this pass (one input field
-    // each). ATP's hold keeps a completed aggregator's key with priority 255 (no preemption)
-    // and an all-ones bitmap (every copy a duplicate) until the result returns.
-    action register_inputs(bit<8> priority, bit<32> bitmap) {
-        meta.prio_in = priority;
-        meta.bitmap_in = bitmap;
-    }
-    action packet_inputs() {
-        meta.prio_in = hdr.ina.priority;
-        meta.bitmap_in = hdr.ina.bitmap;
-    }
-    action downgrade_inputs() {
-        meta.prio_in = meta.resubmit.prio_next;
-    }
-    action unmerge_inputs() {
-        meta.bitmap_in = meta.resubmit.keep_bits;
-    }
-
+    // One flat sequence, every table keyed on the pass's kind (KIND_NONE, from the parser,
+    // matches nothing): a gateway around the registers would make everything after it in
+    // the ingress (forwarding) wait for the last lane, since bf-p4c orders a gated block as a
+    // whole; flat, forwarding only waits for the verdict and the lanes fill the stages beside it.
     apply {
         count_missing();
-        if (meta.op == INA_OP_TAKE && meta.hold == 1) {
-            register_inputs(0xFF, 0xFFFFFFFF);
-        } else if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN || meta.op == INA_OP_RELEASE) {
-            register_inputs(0, 0);
-        } else if (meta.op == INA_OP_DOWNGRADE) {
-            downgrade_inputs();
-        } else if (meta.op == INA_OP_UNMERGE) {
-            unmerge_inputs();
+        compute_agg_index();
+        if (meta.job_known == 1) {
+            ina_pass_kind.apply();
+        }
+        owner_hi_op.apply();
+        owner_lo_op.apply();
+        agg_round_op.apply();
+        agg_priority_op.apply();
+        agg_bitmap_op.apply();
+        agg_fan_in_op.apply();
+        agg_ps_addr_op.apply();
+        agg_remaining_op.apply();
+        ina_new_bits.apply();
+        if (meta.kind == KIND_FRAGMENT) {
+            ina_fragment_verdict.apply();
         } else {
-            packet_inputs();
+            ina_pass_verdict.apply();
         }
-        // One if/else chain, no early return: bf-p4c turns every return into a gateway on a
-        // "returned" flag that the rest waits for, a stage each on the longest chain.
-        if (meta.op == INA_OP_NONE && meta.releasing == 0 && meta.missing == 0
-                && (hdr.ina.flags & INA_FLAG_REMINDER) == 0) {
-            meta.verdict = INA_COMPLETE;                // it arrived complete
-            level_up_complete();
-        } else if (meta.op == INA_OP_NONE
-                   && (meta.releasing == 1 || (hdr.ina.flags & INA_FLAG_REMINDER) != 0)) {
-            // a returning result (ATP hold) or a reminder: does it own this aggregator?
-            bit<1> owned = 0;
-            if (owner_hi_match.execute(meta.agg_index) == OWNER_MATCH) {
-                if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH
-                        && agg_round_match.execute(meta.agg_index) == OWNER_MATCH) {
-                    owned = 1;
-                }
-            }
-            if (owned == 1) {
-                meta.verdict = INA_RESUBMIT;
-                if (meta.releasing == 1) {
-                    meta.resubmit.op = INA_OP_RELEASE;
-                } else {
-                    meta.resubmit.op = INA_OP_DRAIN;
-                }
-            } else if (meta.releasing == 0 && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
-                level_up();                     // a collided reminder that found nothing here
-            }
-        } else if (meta.op == INA_OP_NONE) {
-            bit<8> owner = owner_hi_claim_or_match.execute(meta.agg_index);
-            bit<8> age = ROUND_SAME;
-            if (owner == OWNER_CLAIMED) {
-                owner_lo_swap.execute(meta.agg_index);
-                agg_round_swap.execute(meta.agg_index);
-            } else if (owner == OWNER_MATCH) {
-                if (owner_lo_match.execute(meta.agg_index) == OWNER_MATCH) {
-                    age = agg_round_check.execute(meta.agg_index);
-                } else {
-                    owner = OWNER_OTHER;
-                }
-            }
-            if (owner == OWNER_MATCH && age == ROUND_OLDER) {
-                duplicate();                            // from a finished round: never aggregated
-            } else if (owner == OWNER_CLAIMED || age == ROUND_NEWER) {
-                // A later round's packet of the same key reclaims a stale partial (a worker
-                // starts round r+1 only once every result of round r is in) exactly as a free
-                // aggregator is claimed: the stale state is overwritten, never read out.
-                agg_priority_swap.execute(meta.agg_index);
-                agg_bitmap_swap.execute(meta.agg_index);
-                agg_remaining_swap.execute(meta.agg_index);   // fan_in - count
-                agg_fan_in_swap.execute(meta.agg_index);
-                agg_ps_addr_swap.execute(meta.agg_index);
-                INA_FOR_EACH_LANE(LANE_EXCHANGE)
-                absorb();
-            } else if (owner == OWNER_MATCH) {
-                meta.dup_bits = agg_bitmap_merge.execute(meta.agg_index);   // seen & bitmap
-                if (meta.dup_bits != 0) {
-                    if (meta.dup_bits != hdr.ina.bitmap) {
-                        // a duplicate that brought bits the aggregator lacked: take them out
-                        // again (seen | ~bitmap == (seen & bitmap) | ~bitmap)
-                        meta.verdict = INA_RESUBMIT;
-                        meta.resubmit.op = INA_OP_UNMERGE;
-                        meta.resubmit.keep_bits = meta.dup_bits | ~hdr.ina.bitmap;
-                    } else {
-                        duplicate();
-                    }
-                } else {
-                    bit<8> done = agg_remaining_consume.execute(meta.agg_index);
-                    INA_FOR_EACH_LANE(LANE_ADD)
-                    if (done == 1) {
-                        meta.verdict = INA_RESUBMIT;
-                        meta.resubmit.op = INA_OP_TAKE;
-                    } else {
-                        absorb();
-                    }
-                }
-            } else if (meta.preemption == 1) {
-                // collision with another key
-                bit<8> held = agg_priority_contest.execute(meta.agg_index);   // 0: a win
-                if (held == 0 && hdr.ina.priority != 0) {
-                    meta.verdict = INA_RESUBMIT;
-                    meta.resubmit.op = INA_OP_SWAP;
-                } else if (held != 0) {
-                    // ESA's downgrade: the holder's priority is halved, written by the second
-                    // pass, which also sends the packet on flagged COLLISION (0 stays 0: no pass)
-                    meta.verdict = INA_RESUBMIT;
-                    meta.resubmit.op = INA_OP_DOWNGRADE;
-                    meta.resubmit.prio_seen = held;
-                    meta.resubmit.prio_next = held >> 1;
-                } else {
-                    collide();
-                }
-            } else {
-                collide();                              // first come, first served
-            }
-        // ---- second pass (resubmitted) ----
-        } else if (meta.op == INA_OP_DOWNGRADE) {
-            agg_priority_downgrade.execute(meta.agg_index);
-            collide();
-        } else if (meta.op == INA_OP_UNMERGE) {
-            agg_bitmap_keep.execute(meta.agg_index);
-            duplicate();
-        } else if (meta.op == INA_OP_TAKE || meta.op == INA_OP_DRAIN) {
-            // ATP's hold (a TAKE of a hold job) keeps the key; everything else frees it
-            if (meta.op == INA_OP_DRAIN || meta.hold == 0) {
-                owner_hi_take.execute(meta.agg_index);
-                owner_lo_take.execute(meta.agg_index);
-                agg_round_take.execute(meta.agg_index);
-            }
-            bit<8> priority = agg_priority_take.execute(meta.agg_index);
-            bit<32> bitmap = agg_bitmap_take.execute(meta.agg_index);
-            bit<8> remaining = agg_remaining_take.execute(meta.agg_index);
-            bit<8> fan_in = agg_fan_in_take.execute(meta.agg_index);
-            bit<32> ps_addr = agg_ps_addr_take.execute(meta.agg_index);
-            INA_FOR_EACH_LANE(LANE_TAKE)
-            if (meta.op == INA_OP_TAKE) {
-                hdr.ina.bitmap = bitmap;
-                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
-                hdr.ina.count = hdr.ina.fan_in;
-                meta.verdict = INA_COMPLETE;
-                level_up_complete();
-            } else if (bitmap != 0xFFFFFFFF) {
-                hdr.ina.bitmap = bitmap;
-                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
-                hdr.ina.count = fan_in - remaining;
-                hdr.ina.fan_in = fan_in;
-                hdr.ina.priority = priority;            // the drained partial is its owner's
-                hdr.ipv4.dst_addr = ps_addr;
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
-            }
-            // (a reminder that met a held, already complete aggregator only freed it)
-            if (meta.op == INA_OP_DRAIN && (hdr.ina.flags & INA_FLAG_COLLISION) != 0) {
-                level_up();
-            }
-        } else if (meta.op == INA_OP_SWAP) {
-            // the evicted partial never collided: a COLLISION flag stays with the arriving
-            // packet (cleared first, in an action of its own)
-            clear_collision();
-            bit<32> old_hi = owner_hi_swap.execute(meta.agg_index);
-            hdr.ina.fragment_id = owner_lo_swap.execute(meta.agg_index);
-            hdr.ina.round = agg_round_swap.execute(meta.agg_index);
-            hdr.ina.priority = agg_priority_swap.execute(meta.agg_index);
-            hdr.ina.bitmap = agg_bitmap_swap.execute(meta.agg_index);
-            bit<8> remaining = agg_remaining_swap.execute(meta.agg_index);   // stores fan_in - count
-            bit<8> fan_in = agg_fan_in_swap.execute(meta.agg_index);
-            hdr.ipv4.dst_addr = agg_ps_addr_swap.execute(meta.agg_index);
-            INA_FOR_EACH_LANE(LANE_EXCHANGE)
-            hdr.ina.job_id = old_hi[31:16];
-            hdr.ina.submodel_id = old_hi[15:0];
-            hdr.ina.count = fan_in - remaining;
-            hdr.ina.fan_in = fan_in;
-            hdr.ina.worker_id = INA_WORKER_AGGREGATE;
-            hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
-        } else if (meta.op == INA_OP_RELEASE) {
-            owner_hi_take.execute(meta.agg_index);
-            owner_lo_take.execute(meta.agg_index);
-            agg_round_take.execute(meta.agg_index);
-            agg_priority_take.execute(meta.agg_index);
-            agg_bitmap_take.execute(meta.agg_index);
-            agg_remaining_take.execute(meta.agg_index);
-            agg_fan_in_take.execute(meta.agg_index);
-        }
+    }
+}
+
+// The lanes: one register and one table each, applied after forwarding so that forwarding
+// (which waits for the verdict) and the lanes (which wait only for the duplicate test) share
+// the last stages.
+control InaLanes(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
+    INA_FOR_EACH_LANE(LANE)
+    apply {
+        INA_FOR_EACH_LANE(LANE_APPLY)
     }
 }
 

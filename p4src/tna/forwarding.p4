@@ -2,8 +2,9 @@
 #ifndef _INA_TNA_FORWARDING_P4_
 #define _INA_TNA_FORWARDING_P4_
 
-// Unicast forwarding of whatever the aggregator did not keep, drop or multicast: an explicit
-// INA route (ina_route) wins over the IPv4 next hop (ipv4_lpm, or an ECMP group's member).
+// Forwarding of whatever the aggregator did not keep or drop: a result the aggregator gave a
+// multicast group goes to it; otherwise an explicit INA route (ina_route) wins over the IPv4
+// next hop (ipv4_lpm, or an ECMP group's member).
 // ina_route and ipv4_lpm look up in parallel (the route's answer waits in metadata and
 // overrides the next hop one stage later, in the stage of the ECMP member lookup); keys are
 // the packet's fields as the aggregator left them. TTL is decremented; TTL <= 1 drops.
@@ -63,7 +64,7 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         key = { hdr.ipv4.dst_addr : lpm; }
         actions = { set_nhop; ecmp; drop; }
         default_action = drop();
-        size = 16384;
+        size = 8192;                   // 16 of a stage's 24 TCAM blocks: one stage
     }
 
     table ecmp_member {
@@ -76,18 +77,26 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         size = 4096;
     }
 
+    // Laid out as small blocks instead of one gated block: bf-p4c places a gated block's
+    // tables before anything after it, and the lanes (applied after forwarding) need the
+    // stateful ALUs of the stages forwarding's lookups sit in.
     apply {
-        if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
+        // the hash unit writes its own field; ipv4_lpm's ecmp action masks it
+        meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                         hdr.udp.src_port, hdr.udp.dst_port });
+        if (hdr.ina.isValid()) {
+            ina_route.apply();
+        }
+        bit<1> unicast = 0;
+        if (meta.mcast_group == 0 && hdr.ipv4.isValid() && hdr.ipv4.ttl > 1) {
+            unicast = 1;
+            ipv4_lpm.apply();
+        }
+        if (meta.mcast_group != 0) {
+            ig_tm_md.mcast_grp_a = meta.mcast_group;
+        } else if (unicast == 0) {
             drop_packet();
         } else {
-            // the hash unit writes its own field; ipv4_lpm's ecmp action masks it
-            meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                             hdr.ipv4.protocol, hdr.udp.src_port,
-                                             hdr.udp.dst_port });
-            if (hdr.ina.isValid()) {
-                ina_route.apply();
-            }
-            ipv4_lpm.apply();
             if (meta.routed == 1) {
                 send_routed();
             } else if (meta.ecmp == 1) {

@@ -27,6 +27,7 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
         meta.op = INA_OP_NONE;
         meta.pipe = 0;
         meta.job_known = 0;
+        meta.job_configured = 0;
         meta.preemption = 0;
         meta.hold = 0;
         meta.releasing = 0;
@@ -34,6 +35,12 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
         meta.routed = 0;
         meta.nhop_drop = 0;
         meta.ecmp = 0;
+        // the aggregator's tables match these exactly on the paths that do not write them
+        meta.hi_res = OWNER_OTHER;
+        meta.lo_res = OWNER_OTHER;
+        meta.kind = KIND_NONE;
+        meta.situation = SIT_OTHER;
+        meta.dup_bits = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -87,25 +94,40 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    InaAggIndex() agg_index;
     InaAggregator() aggregator;
+    InaLanes() lanes;
     InaForwarding() forwarding;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) agg_hash;
 
+    // The aggregator index is pool_base + (CRC32(job, submodel, fragment) & pool_mask), the way
+    // Tofino computes it: the hash unit writes its own field at stage 0 (no node id: each node
+    // has its own pool region, so the hash needs no input a table must supply first), the
+    // node's table masks it (stage 1) and the aggregator adds the base (stage 2); every register
+    // is indexed by the plain field agg_index.
+    action compute_agg_hash() {
+        meta.agg_hash = agg_hash.get({ hdr.ina.job_id, hdr.ina.submodel_id, hdr.ina.fragment_id });
+        meta.key_hi = hdr.ina.job_id ++ hdr.ina.submodel_id;
+        meta.key_lo = hdr.ina.fragment_id;
+    }
     action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
-    action aggregate(bit<32> pool_base, bit<16> pool_mask) {
+    action aggregate(bit<32> pool_base, bit<32> pool_mask) {
         meta.pool_base = pool_base;
-        meta.pool_mask = (bit<32>) pool_mask;
+        meta.agg_offset = meta.agg_hash & pool_mask;
+        meta.job_known = meta.job_configured;
     }
     action job_config(bit<1> preemption, bit<1> hold_until_result) {
-        meta.job_known = 1;
+        meta.job_configured = 1;
         meta.preemption = preemption;
         meta.hold = hold_until_result;
     }
-    action release(bit<16> node_id, bit<32> pool_base, bit<16> pool_mask) {
+    action release(bit<16> node_id, bit<32> pool_base, bit<32> pool_mask) {
         meta.releasing = 1;
-        meta.agg_node = node_id;
+        meta.job_known = 1;
         meta.pool_base = pool_base;
-        meta.pool_mask = (bit<32>) pool_mask;
+        meta.pool_mask = pool_mask;
+    }
+    action mask_release_offset() {
+        meta.agg_offset = meta.agg_hash & meta.pool_mask;
     }
     // ina_level is looked up before the aggregator decides anything (its key is the packet's
     // job and node as received); the aggregator applies the answer (level_up) to packets that
@@ -169,30 +191,24 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     apply {
         meta.verdict = INA_PASS;
         if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
+            // stage 0: lookups keyed on the packet as received, and the index hash; ina_job
+            // and ina_level only write metadata, used where the aggregator needs them
             ina_port_pipe.apply();
+            compute_agg_hash();
+            ina_job.apply();
+            ina_level.apply();
             if ((hdr.ina.flags & INA_FLAG_RESULT) != 0) {
-                if (ina_release.apply().hit) {     // sets agg_node, pool_base, pool_mask
-                    meta.job_known = 1;
+                if (ina_release.apply().hit) {     // a returning result: pool of its job's node
+                    mask_release_offset();
                 }
             } else {
-                meta.agg_node = hdr.ina.node_id;   // exclusive with ina_release: same stage
-                if (ina_node.apply().hit) {
-                    ina_job.apply();
-                }
-            }
-            ina_level.apply();                     // ungated: only metadata, used on completion
-            agg_index.apply(hdr, meta);            // ungated: hash, mask, base (unused on a miss)
-            if (meta.job_known == 1) {
-                aggregator.apply(hdr, meta, ig_dprsr_md);   // drops what it keeps or refuses
+                ina_node.apply();                  // stage 1 (keyed on the pipe)
             }
         }
-        // Unicast forwarding does not wait for the verdict: a packet kept, refused or
-        // resubmitted (below) never leaves by its unicast port.
-        if (meta.mcast_group != 0) {
-            ig_tm_md.mcast_grp_a = meta.mcast_group;
-        } else {
-            forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
-        }
+        aggregator.apply(hdr, meta, ig_dprsr_md);  // nothing unless job_known; drops what it keeps
+        // A packet kept, refused or resubmitted (below) never leaves by its unicast port.
+        forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
+        lanes.apply(hdr, meta);                    // after the registers' answers; nothing for KIND_NONE
         if (meta.verdict == INA_RESUBMIT) {
             meta.resubmit.setValid();
             meta.resubmit.pad = 0;

@@ -27,12 +27,12 @@ struct ina_ig_metadata_t {
     bit<8>  op;
     bit<8>  pipe;
     bit<32> pool_base;
-    bit<32> pool_mask;             // the action's 16-bit mask, widened: every index operand is 32 bits
-    bit<1>  job_known;
+    bit<32> pool_mask;             // ina_release's mask (32 bits: every index operand is 32 bits)
+    bit<1>  job_configured;        // ina_job hit (the job's entry; looked up for every INA packet)
+    bit<1>  job_known;             // the aggregator runs: ina_node and ina_job hit, or ina_release
     bit<1>  preemption;
     bit<1>  hold;
     bit<1>  releasing;
-    bit<16> agg_node;
     bit<3>  verdict;
     bit<8>  missing;               // fan_in |-| count: 0 when the packet is already complete
     // ina_level's answer, looked up early for every INA packet and applied by the aggregator
@@ -42,10 +42,24 @@ struct ina_ig_metadata_t {
     bit<8>  result_flag;           // INA_FLAG_RESULT at the last level, else 0
     bit<16> result_group;
     bit<16> mcast_group;           // set when a complete aggregate leaves as a multicast result
-    bit<32> agg_hash;              // CRC32 of the key (its own field: Tofino's hash unit)
+    bit<32> agg_hash;              // CRC32(job, submodel, fragment) (its own field: Tofino's hash unit)
     bit<32> agg_offset;            // agg_hash & pool_mask
     bit<32> agg_index;             // pool_base + agg_offset: a plain field, every register's index
+    bit<8>  kind;                  // what this pass does (KIND_*, aggregator.p4)
+    // the registers' answers, each written by one register's table and read by later ones
+    bit<8>  hi_res;                // owner_hi: OWNER_*
+    bit<8>  lo_res;                // owner_lo: OWNER_*
+    bit<8>  situation;             // agg_round's table: SIT_* (the parser starts it at SIT_OTHER)
+    bit<8>  held;                  // agg_priority_contest: 0 for a win, else the holder's priority
     bit<32> dup_bits;              // bitmap bits the aggregator already held (duplicate test)
+    bit<32> new_bits;              // the packet's bits it did not hold (bitmap ^ dup_bits)
+    bit<8>  done;                  // agg_remaining_consume: 1 when the aggregate completed
+    bit<32> old_hi;                // SWAP: the evicted owner's job ++ submodel
+    bit<8>  taken_priority;        // TAKE / DRAIN / SWAP: what the aggregator held
+    bit<32> taken_bitmap;
+    bit<8>  taken_fan_in;
+    bit<8>  taken_remaining;
+    bit<32> taken_ps_addr;
     bit<32> key_hi;                // job ++ submodel
     bit<32> key_lo;                // fragment
     bit<8>  prio_in;               // what agg_priority stores or compares this pass
