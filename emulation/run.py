@@ -96,8 +96,9 @@ def link_bits_per_s(topo: Topology, bw_scale: float) -> dict[tuple[str, str], fl
 
 def _link_counters(net: EmuNet) -> dict[tuple[str, str], tuple[int, int]]:
     """(from, to) → (packets, bytes) every link has carried so far, read off the switches' ends
-    (root namespace): a switch interface's tx is switch → peer, its rx peer → switch."""
-    counts = {}
+    (root namespace): a switch interface's tx is switch → peer, its rx peer → switch (that only
+    for a host's link: between two switches the sending end's tx counts)."""
+    counts, received = {}, {}
     for sw in net.switches():
         for intf in sw.intfList():
             if intf.name == "lo" or intf.link is None:
@@ -109,8 +110,8 @@ def _link_counters(net: EmuNet) -> dict[tuple[str, str], tuple[int, int]]:
             except OSError:
                 continue
             counts[(sw.name, peer.node.name)] = (read["tx_packets"], read["tx_bytes"])
-            counts[(peer.node.name, sw.name)] = (read["rx_packets"], read["rx_bytes"])
-    return counts
+            received[(peer.node.name, sw.name)] = (read["rx_packets"], read["rx_bytes"])
+    return {**received, **counts}
 
 
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
