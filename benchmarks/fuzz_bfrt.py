@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fuzz_ina import (Report, _rand_bytes, _rand_id, _width_bytes, bad_status, call,  # noqa: E402
-                                  make_switch)
+from benchmarks.fuzz_ina import (Report, _rand_bytes, _rand_id, _width_bytes, call,  # noqa: E402
+                                  drive_requests, make_switch)
 
 # PERMISSION_DENIED: a write to a table with const entries (the TNA program's register tables)
 ALLOWED = ("OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED",
@@ -151,30 +150,19 @@ def fuzz_bfrt(requests: int, seed: int, seconds: float | None = None, timeout: f
               first: int = 0) -> Report:
     rep = Report("tna BfRuntime requests")
     fx = BfRtFixture()
+
+    def exchange(i: int) -> tuple[str, Any, str, list[str], str]:
+        kind, req = make_request(seed, i, fx)
+        code, inner = call(fx, kind, req, timeout)
+        return kind, req, code, inner, ""
+
     try:
-        deadline = None if seconds is None else time.perf_counter() + seconds
-        t0 = time.perf_counter()
-        for i in range(first, first + requests):
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-            kind, req = make_request(seed, i, fx)
-            code, inner = call(fx, kind, req, timeout)
-            rep.count += 1
-            rep.outcomes[f"{kind} {code}"] += 1
-            for c in inner:
-                rep.outcomes[f"  {kind} batch {c}"] += 1
-            # in a refused all-or-nothing batch the updates not at fault are ABORTED
-            if bad_status(code, inner, ALLOWED, ("ABORTED",)):
-                rep.violation(f"BfRt seed={seed} request index={i} ({kind}) answered {code} {inner}: "
-                              f"{str(req)[:600]!r}")
-        rep.seconds = time.perf_counter() - t0
-        alive = check_alive(fx)
-        if alive is not None:
-            rep.violation(f"BfRt after seed={seed} requests {first}..{first + rep.count - 1}: {alive}")
+        # in a refused all-or-nothing batch the updates not at fault are ABORTED
+        drive_requests(rep, f"BfRt seed={seed}", first, requests, seconds, exchange, ALLOWED,
+                       ("ABORTED",), lambda: check_alive(fx))
     finally:
         fx.close()
     return rep
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/fuzz_bfrt.py",

@@ -697,39 +697,58 @@ def check_alive(fx: P4rtFixture, timeout: float = 5.0) -> str | None:
     return None if code == "OK" else f"valid Read answered {code} {inner}"
 
 
+Exchange = Callable[[int], "tuple[str, Any, str, list[str], str]"]
+
+
+def drive_requests(rep: Report, where: str, first: int, requests: int, seconds: float | None,
+                   exchange: Exchange, allowed: tuple[str, ...], batch_allowed: tuple[str, ...],
+                   alive: Callable[[], str | None]) -> None:
+    """The fuzzers' loop: `exchange(i)` sends request i and returns (kind, request, status, the
+    batch's inner statuses, a note for the outcome count); every status outside `allowed` is a
+    violation, and the server must still answer a valid request (`alive`) at the end."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    t0 = time.perf_counter()
+    for i in range(first, first + requests):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        kind, req, code, inner, note = exchange(i)
+        rep.count += 1
+        rep.outcomes[f"{kind} {code}{note}"] += 1
+        for c in inner:
+            rep.outcomes[f"  {kind} batch {c}"] += 1
+        if bad_status(code, inner, allowed, batch_allowed):
+            rep.violation(f"{where} request index={i} ({kind}) answered {code} {inner}: {str(req)[:600]!r}")
+    rep.seconds = time.perf_counter() - t0
+    problem = alive()
+    if problem is not None:
+        rep.violation(f"{where} after requests {first}..{first + rep.count - 1}: {problem}")
+
+
 def fuzz_p4runtime(arch: str, requests: int, seed: int, seconds: float | None = None,
                    timeout: float = 5.0, first: int = 0, large_timeout: float = 0.5) -> Report:
     rep = Report(f"{arch} P4Runtime requests")
     fx = P4rtFixture(arch)
+    where = f"{arch}: P4Runtime seed={seed}"
+
+    def exchange(i: int) -> tuple[str, Any, str, list[str], str]:
+        kind, req = make_request(seed, i, fx.p4info)
+        large = kind == "read" and wildcard_cells(req, fx.p4info) > LARGE_READ
+        code, inner = call(fx, kind, req, large_timeout if large else timeout)
+        note = " (large wildcard read)" if large else ""
+        if large and code == "DEADLINE_EXCEEDED":
+            # a wildcard read of a large register legitimately takes long (seconds to
+            # minutes): the client gives up, and the server must drop it and answer the
+            # next request at once instead of holding its lock until the read is done
+            code, note = "OK", " (large wildcard read past its deadline, dropped)"
+            alive = check_alive(fx, timeout)
+            if alive is not None:
+                rep.violation(f"{where} request index={i}: after a large wildcard read "
+                              f"ran past its {large_timeout} s deadline: {alive}")
+        return kind, req, code, inner, note
+
     try:
-        deadline = None if seconds is None else time.perf_counter() + seconds
-        t0 = time.perf_counter()
-        for i in range(first, first + requests):
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-            kind, req = make_request(seed, i, fx.p4info)
-            large = kind == "read" and wildcard_cells(req, fx.p4info) > LARGE_READ
-            code, inner = call(fx, kind, req, large_timeout if large else timeout)
-            rep.count += 1
-            rep.outcomes[f"{kind} {code}" + (" (large wildcard read)" if large else "")] += 1
-            if large and code == "DEADLINE_EXCEEDED":
-                # a wildcard read of a large register legitimately takes long (seconds to
-                # minutes): the client gives up, and the server must drop it and answer the
-                # next request at once instead of holding its lock until the read is done
-                code = "OK"
-                alive = check_alive(fx, timeout)
-                if alive is not None:
-                    rep.violation(f"{arch}: P4Runtime seed={seed} request index={i}: after a large wildcard read "
-                                  f"ran past its {large_timeout} s deadline: {alive}")
-            for c in inner:
-                rep.outcomes[f"  {kind} batch {c}"] += 1
-            if bad_status(code, inner, _SPEC_CODES):
-                rep.violation(f"{arch}: P4Runtime seed={seed} request index={i} ({kind}) answered {code} {inner}: "
-                              f"{str(req)[:600]!r}")
-        rep.seconds = time.perf_counter() - t0
-        alive = check_alive(fx)
-        if alive is not None:
-            rep.violation(f"{arch}: P4Runtime after seed={seed} requests {first}..{first + rep.count - 1}: {alive}")
+        drive_requests(rep, where, first, requests, seconds, exchange, _SPEC_CODES, (),
+                       lambda: check_alive(fx))
     finally:
         fx.close()
     return rep
