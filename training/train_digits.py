@@ -110,6 +110,7 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
                             world_size=args.world_size, timeout=datetime.timedelta(seconds=args.timeout))
     ina: InaAllReduce | None = None
     hook: InaHookState | None = None
+    ddp: DistributedDataParallel | None = None
     rows: list[dict[str, Any]] = []
     try:
         model = make_model(args.hidden, args.seed)
@@ -172,6 +173,7 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
             hook.close()
         if ina is not None:
             ina.close()
+        ddp = None                  # DDP's reducer holds the process group: release it first
         dist.destroy_process_group()
     return rows
 
@@ -273,4 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Everything is written; skip the interpreter's teardown, where torch/gloo background
+    # threads were seen to abort the process under load ("terminate called without an active
+    # exception") after a complete, exact run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
