@@ -327,6 +327,22 @@ def test_unsupported_construct_is_named_with_its_position(tmp_path: Path) -> Non
     assert Switch(prog, backend="auto").backend == "python"
 
 
+@pytest.mark.parametrize("name, construct, line", [
+    ("stacks", "header stacks", 43),               # parser: extract(hdr.items.next)
+    ("tables", "direct counters", 118),            # the apply of a table with a direct counter
+    ("unions", "header_union addr_u", 23),         # the declaration
+])
+def test_unsupported_construct_found_in_generated_code_is_named_by_its_p4_line(
+        name: str, construct: str, line: int) -> None:
+    """Constructs the C backend meets only in the generated code are reported at the P4
+    statement or declaration they came from (position markers), in P4 terms."""
+    src = ROOT / "tests" / "p4" / f"{name}.p4"
+    with pytest.raises(CUnsupported) as e:
+        generate_c(load_program(str(src)).compiled, str(src))
+    assert str(e.value).startswith(f"{src}:{line}:")
+    assert str(e.value).endswith(f"unsupported for the C backend: {construct}")
+
+
 def test_no_compiler_means_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", "/nonexistent/cc")
     prog = load_program(str(BENCH / "registers64.p4"))

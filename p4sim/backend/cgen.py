@@ -36,6 +36,7 @@ from ..frontend import ast as p4ast
 from ..frontend.types import BitT, BoolT, EnumT, ErrorT, StructT
 from ..runtime import hashes
 from ..runtime.rt import register_twice_message
+from .codewriter import POS_MARKER
 from .compiler import CompiledProgram, Compiler
 
 MAX_INT_BITS = 127         # the widest P4 value held in an __int128 without losing its sign
@@ -197,9 +198,32 @@ class _Gen:
 
     # ------------------------------------------------------------------ errors
     def fail(self, construct: str, node: Any = None) -> CUnsupported:
+        """The error for a construct at a node of the generated code: named by the P4
+        position the code generator marked it with, else by the generated line."""
         line = getattr(node, "lineno", None)
+        pos = self.p4_position(line) if line else None
+        if pos is not None:
+            return CUnsupported(construct, *pos)
         where = f" (generated line {line})" if line else ""
         return CUnsupported(construct + where, self.path)
+
+    def p4_position(self, line: int) -> tuple[str, int, int] | None:
+        """The P4 file:line:col of generated line `line` (1-based): the nearest position
+        marker at or above it within its function or class."""
+        lines = self.comp.source.splitlines()
+        for text in reversed(lines[:line]):
+            if POS_MARKER in text:
+                file, ln, col = text.rsplit(POS_MARKER, 1)[1].rsplit(":", 2)
+                return file, int(ln), int(col)
+            if text.lstrip().startswith(("def ", "class ")):
+                return None
+        return None
+
+    def fail_decl(self, construct: str, t: StructT) -> CUnsupported:
+        pos = getattr(t, "pos", None)
+        if pos is not None and pos.line > 0:
+            return CUnsupported(construct, pos.file, pos.line, pos.col)
+        return CUnsupported(construct, self.path)
 
     def tmp(self, base: str) -> str:
         self._tmp += 1
@@ -310,9 +334,9 @@ class _Gen:
             if t.py_class in done:
                 return
             if t.kind not in ("struct", "header"):
-                raise CUnsupported(f"{t.kind} {t.name}", self.path)
+                raise self.fail_decl(f"{t.kind} {t.name}", t)
             if t.is_header and getattr(t, "varbit_field", None) is not None:
-                raise CUnsupported(f"header {t.name} with a varbit field", self.path)
+                raise self.fail_decl(f"header {t.name} with a varbit field", t)
             for _, ft in t.fields:
                 if isinstance(ft, StructT):
                     emit(ft)
@@ -1056,6 +1080,9 @@ class _Gen:
                     if ptr is not None:
                         self.w(d, f"unpack_{cls}(&{h}, {ptr});")
                         return
+            if (isinstance(fn, pyast.Attribute) and fn.attr == "count" and isinstance(fn.value, pyast.Name)
+                    and fn.value.id.startswith("T_")):
+                raise self.fail("direct counters", e)    # a table's counter, counted on a hit
         raise self.fail(f"statement `{pyast.unparse(e)[:60]}`", e)
 
     def call_generated(self, e: pyast.Call) -> str:
@@ -1236,6 +1263,8 @@ class _Gen:
             return f"{e.value.id}[{self.expr(e.slice)}]"
         if isinstance(e.value, pyast.Name) and self.kinds.get(e.value.id) == ARGS:
             return f"((i128){e.value.id}[{self.expr(e.slice)}])"
+        if isinstance(e.value, pyast.Attribute) and e.value.attr == "items":
+            raise self.fail("header stacks", e)          # the generated stack's element list
         raise self.fail(f"subscript `{pyast.unparse(e)[:60]}`", e)
 
     def from_bytes_ptr(self, e: pyast.expr) -> str | None:

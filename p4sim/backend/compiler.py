@@ -299,7 +299,7 @@ class Compiler:
 
     def _declare_struct(self, d: ast.StructLikeDecl) -> None:
         fields: list[tuple[str, P4Type]] = []
-        t = StructT(d.kind, d.name, fields, d.annotations)
+        t = StructT(d.kind, d.name, fields, d.annotations, pos=d.pos)
         self.globals.define(d.name, Binding("type", t, decl=d))
         seen = set()
         for f in d.fields:
@@ -354,7 +354,8 @@ class Compiler:
         self.struct_classes[t.name] = cls
         w = self.w_types
         slots = [n for n, _ in t.fields] + (["_v"] if t.is_header else [])
-        w.line(f"class {cls}:")
+        with w.at(t.pos):
+            w.line(f"class {cls}:")
         with w.indent():
             w.line(f"__slots__ = {tuple(slots)!r}")
             w.line(f"p4_name = {t.name!r}")
@@ -1155,6 +1156,10 @@ class Compiler:
                 self.compile_stmt(item, ctx)
 
     def compile_stmt(self, s: ast.Stmt, ctx: BodyCtx) -> None:
+        with ctx.w.at(s.pos):
+            self._compile_stmt(s, ctx)
+
+    def _compile_stmt(self, s: ast.Stmt, ctx: BodyCtx) -> None:
         w = ctx.w
         if isinstance(s, ast.Block):
             self.compile_block_stmt(s, ctx)

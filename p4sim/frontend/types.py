@@ -106,6 +106,7 @@ class StructT(P4Type):
     annotations: list[Any] = field(default_factory=list)
     py_class: str = ""                         # name of the generated Python class
     pad_bits: int = 0                          # TNA @flexible headers: zero bits up to a whole byte
+    pos: Any = field(default=None, compare=False)   # the declaration's position (errors)
 
     def __str__(self) -> str:
         return self.name
