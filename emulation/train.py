@@ -4,7 +4,7 @@
                               [--scheme goat] [--out results/training]
 
 Builds the topology with p4sim switches (emulation.net.EmuNet), places one job on it and plans
-it for the gradient size of the model (training.train_digits's MLP) as ``emulation.run`` does
+it for the gradient size of the model (training.train_digits's MLP or CNN) as ``emulation.run`` does
 (emulation.experiment.place_jobs, emulation.run.plan_scheme, controller.deploy.deploy_jobs), and
 installs it over P4Runtime (emulation.install). Then, in the same network: the job's PS (``python -m training.ps``) in
 its host and one ``python -m training.train_digits --allreduce ina`` per worker host — DDP with
@@ -30,7 +30,7 @@ from controller.model import Job, Topology
 from hostlib.protocol import MAX_WORKERS
 from training.allreduce import InaJob
 from training.launch import MODES, machine, merge, read_rows, wait_workers, worker_command, write_report
-from training.train_digits import n_parameters
+from training.train_digits import MODELS, ModelSpec
 
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale_for, place_jobs
 from .install import install
@@ -53,18 +53,18 @@ def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
                   ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
 
 
-def setup(workers: int, *, topology: str = "fattree", hidden: int = 64, k: int = 4,
+def setup(workers: int, *, topology: str = "fattree", model: ModelSpec = ModelSpec(), k: int = 4,
           hosts_per_edge: int | None = None, programmable: float = 0.2, seed: int = 0) -> tuple[Topology, Job]:
     """One of emulation.run's topologies with one job sized for the model's gradient (fp32):
     workers on the first hosts, the PS on the last."""
     topo = build_topology(topology, k=k, hosts_per_edge=hosts_per_edge, programmable=programmable, seed=seed)
-    return topo, place_jobs(topo, [JobSpec(n_parameters(hidden) * 4 / 1e6, 1)], workers)[0]
+    return topo, place_jobs(topo, [JobSpec(model.n_parameters * 4 / 1e6, 1)], workers)[0]
 
 
-def plan_and_deploy(topo: Topology, job: Job, scheme: str = "goat", hidden: int = 64) -> FabricDeployment:
+def plan_and_deploy(topo: Topology, job: Job, scheme: str = "goat", model: ModelSpec = ModelSpec()) -> FabricDeployment:
     """The controller's plan for ``scheme``, deployed for the model's gradient length (the
     job's configuration is ``.jobs[0]``, every switch's table operations ``.ops``)."""
-    return deploy_jobs(topo, [job], plan_scheme(scheme, topo, [job]), total_elements={job.name: n_parameters(hidden)})
+    return deploy_jobs(topo, [job], plan_scheme(scheme, topo, [job]), total_elements={job.name: model.n_parameters})
 
 
 def _wait_file(path: Path, proc: subprocess.Popen, log: Path, timeout: float) -> None:
@@ -132,18 +132,18 @@ def run_mode(net: EmuNet, dep: Deployment, job: InaJob, mode: str, workdir: Path
 
 
 def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", steps: int = 200,
-                 modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0, hidden: int = 64,
+                 modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0, model: ModelSpec = ModelSpec(),
                  link_mbps: float = LINK_MBPS, timeout: float = 900.0, loss: float = 0.0,
                  log: Callable[[str], None] = print,
                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Plan, deploy, build the net, install, then train once per mode in it. ``loss``: drop
     rate of every switch port (INA recovers by retransmission, gloo by TCP). Returns per mode
     :func:`run_mode`'s result, plus the deployment."""
-    fd = plan_and_deploy(topo, job, scheme, hidden)
+    fd = plan_and_deploy(topo, job, scheme, model)
     dep = fd.jobs[0]
     spec = ina_job(dep)
     log(f"[{scheme}] {len(dep.workers)} workers {', '.join(dep.workers)}, PS {dep.ps}; gradient "
-        f"{n_parameters(hidden)} values in sub-models {dep.submodel_sizes}; aggregation nodes: "
+        f"{model.n_parameters} values ({model.kind}) in sub-models {dep.submodel_sizes}; aggregation nodes: "
         + (", ".join(f"{n} ({dep.levels[n]})" for n in dep.ina_switches) or "none (the PS aggregates)"))
     net = EmuNet(topo, bw_scale=bw_scale_for(topo, link_mbps), log_dir=out / "logs")
     if loss:
@@ -159,7 +159,7 @@ def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", s
         t = time.time()
         entries = install(net, fd.ops)
         log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
-        extra = ["--hidden", str(hidden), "--timeout", "120"]
+        extra = [*model.cli_args(), "--timeout", "120"]
         for mode in modes:
             t = time.time()
             results[mode] = run_mode(net, dep, spec, mode, out / "runs", steps=steps, verify=verify and mode == "ina",
@@ -198,7 +198,7 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], Topology, Job]:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES for m in modes):
         raise ValueError(f"--modes {args.modes!r}: a comma list of {', '.join(MODES)}")
-    topo, job = setup(args.workers, topology=args.topology, hidden=args.hidden, k=args.k,
+    topo, job = setup(args.workers, topology=args.topology, model=ModelSpec(args.model, args.hidden), k=args.k,
                       hosts_per_edge=args.hosts_per_edge, programmable=args.programmable, seed=args.seed)
     return modes, topo, job
 
@@ -206,10 +206,11 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], Topology, Job]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m emulation.train",
-        description="Train an MLP on scikit-learn's digits with N workers in Mininet hosts, gradients averaged "
-                    "through p4sim switches running p4src/v1model/ina.p4 (torch DDP with the INA communication "
-                    "hook), then with gloo's all-reduce over the same network, same seed; plot both loss curves "
-                    "and report the time per iteration. Needs root and Mininet.",
+        description="Train a small network (--model mlp or cnn) on scikit-learn's digits with N workers in "
+                    "Mininet hosts, gradients averaged through p4sim switches running p4src/v1model/ina.p4 "
+                    "(torch DDP with the INA communication hook), then with gloo's all-reduce over the same "
+                    "network, same seed; plot both loss curves and report the time per iteration. Needs root "
+                    "and Mininet.",
         epilog="example: python -m emulation.train --workers 4 --steps 200 --out results/training")
     ap.add_argument("--workers", type=int, default=4, help="training workers (default 4)")
     ap.add_argument("--steps", type=int, default=200, help="training steps per mode (default 200)")
@@ -226,7 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--verify", action="store_true",
                     help="INA: also average every step's gradients with gloo and check the INA mean against it "
                          "(adds gloo traffic; the reported step time leaves the check out)")
-    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the MLP (default 64: 4810 parameters)")
+    ap.add_argument("--model", choices=MODELS, default="mlp",
+                    help="mlp (default: 4810 parameters at --hidden 64) or cnn (two 3x3 convolutions with "
+                         "max-pooling, then hidden-10: 6058 parameters)")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the last layers (default 64)")
     ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
                     help=f"rate of the fastest link in Mb/s (default {LINK_MBPS:g}, as emulation.run); others scale "
                          "with it")
@@ -252,12 +256,12 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
     with tqdm(total=args.steps * len(modes), unit="step", disable=args.quiet, file=sys.stderr) as bar:
         res = run_training(topo, job, out, scheme=args.scheme, steps=args.steps, modes=modes, verify=args.verify,
-                           seed=args.seed, hidden=args.hidden, link_mbps=args.link_mbps, timeout=args.timeout,
+                           seed=args.seed, model=ModelSpec(args.model, args.hidden), link_mbps=args.link_mbps, timeout=args.timeout,
                            loss=args.loss, log=tqdm.write, progress=bar.update)
     rows = merge({m: res[m]["rows"] for m in modes})
     dep = res["deployment"]
     setup_line = (f"Machine: {machine()}. Network: {topo.name}, {len(topo.switches())} p4sim switches "
-                  f"(Python, v1model ina.p4), fastest link {args.link_mbps:g} Mb/s, {args.loss:.1%} loss per switch port; {args.workers} workers and the "
+                  f"(v1model ina.p4), fastest link {args.link_mbps:g} Mb/s, {args.loss:.1%} loss per switch port; {args.workers} workers and the "
                   f"PS in Mininet hosts; plan {args.scheme}, aggregation at "
                   f"{', '.join(dep.ina_switches) or 'the PS only'}; gloo: TCP between the same hosts.")
     if "ina" in modes:
@@ -270,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup_line += (f" INA: {frags} fragments sent by the workers, {frac:.1%} aggregated in the switches, "
                        f"{resent} retransmitted; an all-reduce (one DDP bucket) took {per_call * 1e3:.1f} ms on "
                        f"average, {scale * 1e3:.1f} ms of it the scale round.")
-    s = write_report(out, rows, title=f"digits MLP, {args.workers} workers, {topo.name}, {args.scheme}",
+    s = write_report(out, rows, title=f"digits {args.model.upper()}, {args.workers} workers, {topo.name}, {args.scheme}",
                      setup=setup_line)
     print((out / "summary.md").read_text())
     print(f"wrote {out / 'losses.csv'}, {out / 'summary.md'}, {out / 'training.png'}")

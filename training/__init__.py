@@ -5,7 +5,7 @@
   with a per-call fixed-point scale that cannot overflow int32 for the job's worker count;
   :func:`~training.allreduce.serve_ps` runs the job's parameter server.
 * :mod:`training.ddp_hook` — a ``DistributedDataParallel`` communication hook on top of it.
-* :mod:`training.train_digits` — an MLP on scikit-learn's digits, ``--allreduce ina|gloo``.
+* :mod:`training.train_digits` — an MLP or a CNN (``--model``) on scikit-learn's digits, ``--allreduce ina|gloo``.
 * :mod:`training.local` — PS and workers on loopback addresses (no switch): quick checks.
 
 ``emulation.train`` runs the same example in Mininet hosts through p4sim switches.

@@ -80,15 +80,17 @@ def loopback_job(workers: int) -> InaJob:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .train_digits import MODELS, ModelSpec      # torch: only for the command line
     ap = argparse.ArgumentParser(
         prog="python -m training.local",
-        description="Train the digits MLP with N worker processes on this machine, gradients averaged through the "
+        description="Train the digits MLP or CNN with N worker processes on this machine, gradients averaged through the "
                     "INA protocol (PS thread, loopback UDP, no switch) and then by gloo, same seed; writes "
                     "losses.csv, training.png, summary.md.")
     ap.add_argument("--workers", type=int, default=2, help=f"worker processes (1..{MAX_WORKERS}, default 2)")
     ap.add_argument("--steps", type=int, default=100, help="training steps per mode (default 100)")
     ap.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo (default both)")
     ap.add_argument("--verify", action="store_true", help="INA: check every step's gradients against gloo's")
+    ap.add_argument("--model", choices=MODELS, default="mlp", help="mlp (default) or cnn (training.train_digits)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="results/training-local", help="output folder")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -108,9 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mode in modes:
             bar.set_description(mode)
             per_mode[mode] = run_mode(mode, job, out / "runs", steps=args.steps, verify=args.verify, seed=args.seed,
-                                      progress=bar.update)
+                                      extra=ModelSpec(args.model).cli_args(), progress=bar.update)
     rows = merge(per_mode)
-    s = write_report(out, rows, title=f"digits MLP, {args.workers} workers, loopback (no switch)",
+    s = write_report(out, rows, title=f"digits {args.model.upper()}, {args.workers} workers, loopback (no switch)",
                      setup=f"Machine: {machine()}. INA: PS on {job.ps_ip} aggregates (node 0), UDP over loopback.")
     print((out / "summary.md").read_text())
     print(f"wrote {out / 'losses.csv'}, {out / 'summary.md'}, {out / 'training.png'}")

@@ -1,7 +1,8 @@
-"""Data-parallel training of a small MLP on scikit-learn's digits, gradients averaged by INA or gloo.
+"""Data-parallel training of a small network (an MLP or a CNN, ``--model``) on scikit-learn's
+digits, gradients averaged by INA or gloo.
 
     python -m training.train_digits --rank R --world-size N --master IP:PORT \\
-        --allreduce ina --ina-job job.json --steps 200 --out rank0.csv
+        --allreduce ina --ina-job job.json --model cnn --steps 200 --out rank0.csv
 
 One process per worker. Every rank builds the same model from ``--seed``, trains on its own
 shard of the 1797 8x8 digit images (shipped inside scikit-learn: no download) with
@@ -31,7 +32,7 @@ import os
 import sys
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,14 +56,39 @@ def load_data() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy((x / 16.0).astype(np.float32)), torch.from_numpy(y.astype(np.int64))
 
 
-def make_model(hidden: int, seed: int) -> nn.Module:
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+MODELS = ("mlp", "cnn")
 
 
-def n_parameters(hidden: int) -> int:
-    """Gradient length of :func:`make_model` (what an INA deployment is sized for)."""
-    return 64 * hidden + hidden + hidden * 10 + 10
+@dataclass(frozen=True)
+class ModelSpec:
+    """The network every rank builds: ``mlp`` (64 pixels → hidden → 10) or ``cnn`` (the 8×8
+    image through two 3×3 convolutions of 8 and 16 channels, each with ReLU and 2×2 max-pooling,
+    then 64 → hidden → 10)."""
+    kind: str = "mlp"
+    hidden: int = 64
+
+    def build(self, seed: int) -> nn.Module:
+        torch.manual_seed(seed)
+        h = self.hidden
+        if self.kind == "mlp":
+            return nn.Sequential(nn.Linear(64, h), nn.ReLU(), nn.Linear(h, 10))
+        if self.kind == "cnn":
+            return nn.Sequential(nn.Unflatten(1, (1, 8, 8)),
+                                 nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Flatten(), nn.Linear(16 * 2 * 2, h), nn.ReLU(), nn.Linear(h, 10))
+        raise ValueError(f"--model {self.kind!r}: one of {', '.join(MODELS)}")
+
+    @property
+    def n_parameters(self) -> int:
+        """Gradient length (what an INA deployment is sized for)."""
+        h = self.hidden
+        convs = (9 * 8 + 8) + (8 * 9 * 16 + 16) if self.kind == "cnn" else 0
+        return convs + 64 * h + h + h * 10 + 10
+
+    def cli_args(self) -> list[str]:
+        """The worker command line's options for this model."""
+        return ["--model", self.kind, "--hidden", str(self.hidden)]
 
 
 class Batches:
@@ -113,7 +139,7 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
     ddp: DistributedDataParallel | None = None
     rows: list[dict[str, Any]] = []
     try:
-        model = make_model(args.hidden, args.seed)
+        model = ModelSpec(args.model, args.hidden).build(args.seed)
         ddp = DistributedDataParallel(model)
         if args.allreduce == "ina":
             ina = InaAllReduce(InaJob.load(args.ina_job), args.rank, window=args.window, timeout=args.timeout)
@@ -205,7 +231,7 @@ def _write(path: str, rows: list[dict[str, Any]]) -> None:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m training.train_digits",
-        description="One worker of data-parallel training (MLP on scikit-learn's digits) with torch DDP on a gloo "
+        description="One worker of data-parallel training (an MLP or CNN on scikit-learn's digits) with torch DDP on a gloo "
                     "process group; gradients averaged by gloo or through the INA network. Start one process per "
                     "rank (emulation.train and training.local do that for you).")
     ap.add_argument("--rank", type=int, required=True, help="this worker's rank, 0..N-1 (= its INA worker id)")
@@ -218,7 +244,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch-size", type=int, default=32, help="mini-batch per worker (default 32)")
     ap.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default 0.05)")
     ap.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
-    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the MLP (default 64)")
+    ap.add_argument("--model", choices=MODELS, default="mlp",
+                    help="mlp: 64-hidden-10 (4810 parameters at --hidden 64); cnn: two 3x3 convolutions "
+                         "with max-pooling, then hidden-10 (6058 parameters)")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the last layers (default 64)")
     ap.add_argument("--seed", type=int, default=0, help="weights, shards and batches (default 0)")
     ap.add_argument("--window", type=int, default=8, help="INA fragments awaiting a result per worker")
     ap.add_argument("--timeout", type=float, default=120.0, help="s to wait for a rendezvous or an INA round")

@@ -148,3 +148,19 @@ def test_job_description_round_trips_through_json(tmp_path: Path) -> None:
     assert again == job
     assert job.split(10) == [10] and InaJob(1, "x", job.workers, [[l[0]] * 3 for l in job.labels],
                                            [1, 2, 1]).split(8) == [2, 4, 2]
+
+
+def test_cnn_trains_through_the_ina_hook_like_gloo(tmp_path: Path) -> None:
+    """--model cnn: convolution gradients go through the same hook; 2 workers, a few steps,
+    the INA mean within its rounding bound of gloo's at every step, and the loss falls."""
+    from training.train_digits import ModelSpec
+
+    spec = ModelSpec("cnn")
+    assert spec.n_parameters == sum(p.numel() for p in spec.build(0).parameters()) == 6058
+    assert ModelSpec("mlp").n_parameters == sum(p.numel() for p in ModelSpec("mlp").build(0).parameters()) == 4810
+    job = loopback_job(2)
+    rows = run_mode("ina", job, tmp_path, steps=5, verify=True, timeout=120, extra=spec.cli_args())
+    assert [len(r) for r in rows] == [5, 5]
+    assert all(0 <= row["grad_ratio"] <= 1.0 for r in rows for row in r)
+    assert [x["loss"] for x in rows[0]] == [x["loss"] for x in rows[1]]
+    assert rows[0][-1]["loss"] < rows[0][0]["loss"]
