@@ -807,3 +807,53 @@ def test_a_stale_partial_of_another_key_is_a_collision_not_a_reclaim(arch: str) 
     out = s.one(s.fragment(0, fan_in=2, fragment_id=2, round=2), 1)
     assert out.pkt.header.flags == Flags.COLLISION
     assert s.state(0) == before
+
+
+def test_a_reminder_of_another_round_leaves_a_held_aggregator_held(arch: str) -> None:
+    """Rounds: "Reminders (rule 6) and releases (rule 7) act only on an aggregator of the same
+    key *and* the same round" -- also on a held one."""
+    s = _hold_bench(arch)
+    before = s.state(0)
+    out = s.remind(s.reminder(job_id=2, round=1))
+    assert out.frame[12:] == hop(s.last_frame)
+    assert s.state(0) == before
+
+
+# ====================================================================== more nodes, pipes, routes
+def test_two_node_ids_on_one_switch_never_mix(arch: str) -> None:
+    """`node_id` and "Aggregator index": the owner key holds the node, so one switch serving
+    nodes 1 and 2 (each with its pool) aggregates the same (job, sub-model, fragment) twice,
+    apart."""
+    s = Bench(arch, workers=4, result="ps")
+    s.t.add_node(2, pool_base=64, pool_size=64)
+    s.t.level_to_ps(1, 2)
+    s.absorbed(s.fragment(0, fan_in=2, node_id=1), 1)
+    s.absorbed(s.fragment(2, fan_in=2, node_id=2), 100)
+    one = s.one(s.fragment(1, fan_in=2, node_id=1), 2).pkt
+    two = s.one(s.fragment(3, fan_in=2, node_id=2), 200).pkt
+    assert (one.header.node_id, one.header.bitmap) == (1, 0b0011)
+    assert (two.header.node_id, two.header.bitmap) == (2, 0b1100)
+    assert_lanes(one, 3)
+    assert_lanes(two, 300)
+
+
+def test_a_node_id_of_another_pipe_passes_untouched(arch: str) -> None:
+    """Switch behaviour, preamble: `node_id` must match `ina_node` for (node id, ingress pipe);
+    on a pipe without that entry the fragment is not aggregated."""
+    s = Bench(arch, workers=2)
+    s.t.set_port_pipe(worker_port(1), 1)
+    s.absorbed(s.fragment(0, fan_in=2), 1)
+    out = s.one(s.fragment(1, fan_in=2), 2)
+    assert out.port == PS_PORT and out.frame[12:] == hop(s.last_frame)
+
+
+def test_a_workers_pinned_route_does_not_catch_the_aggregate_it_completes(arch: str) -> None:
+    """`worker_id` ("aggregates carry 255, so explicit routes can tell them from worker
+    traffic") and `ina_route`: worker 1's pin takes its first copies, not the result to the PS
+    that its fragment completes."""
+    s = Bench(arch, workers=2, result="ps")
+    s.t.add_route(1, port=30, worker_id=1)
+    assert s.one(s.fragment(1, fan_in=2, node_id=9), 1).port == 30
+    s.absorbed(s.fragment(0, fan_in=2), 1)
+    out = s.one(s.fragment(1, fan_in=2), 1)
+    assert out.port == PS_PORT and out.pkt.header.worker_id == WORKER_AGGREGATE
