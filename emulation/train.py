@@ -1,18 +1,21 @@
 """Data-parallel training through p4sim switches in Mininet, INA against gloo.
 
     python -m emulation.train [--workers 4] [--steps 200] [--topology fattree] [--k 4]
-                              [--scheme goat] [--out results/training]
+                              [--scheme goat] [--jobs 1] [--model mlp] [--out results/training]
 
-Builds the topology with p4sim switches (emulation.net.EmuNet), places one job on it and plans
-it for the gradient size of the model (training.train_digits's MLP or CNN) as ``emulation.run`` does
+Builds the topology with p4sim switches (emulation.net.EmuNet), places the jobs on it (one per
+model of ``--model``, or ``--jobs``; workers interleaved so jobs share ToRs) and plans them for
+their models' gradient sizes (training.train_digits's MLP or CNN) as ``emulation.run`` does
 (emulation.experiment.place_jobs, emulation.run.plan_scheme, controller.deploy.deploy_jobs), and
-installs it over P4Runtime (emulation.install). Then, in the same network: the job's PS (``python -m training.ps``) in
-its host and one ``python -m training.train_digits --allreduce ina`` per worker host — DDP with
-the INA communication hook, so every gradient bucket crosses the switches as INA fragments —
-and afterwards the same training with ``--allreduce gloo`` (DDP's own all-reduce, TCP between
-the same hosts through the same switches), same seed. Writes under ``--out``: losses.csv (per
-step: both losses, both step times, INA's gradient check), training.png (both loss curves,
-their difference, time per step), summary.md, and the workers' logs under runs/.
+installs the plan over P4Runtime (emulation.install). Then, in the same network, every job at
+once: its PS (``python -m training.ps``) in its host and one ``python -m training.train_digits
+--allreduce ina`` per worker host — DDP with the INA communication hook, so every gradient
+bucket crosses the switches as INA fragments, the jobs' fragments competing for the same
+aggregators — and afterwards the same training with ``--allreduce gloo`` (DDP's own all-reduce,
+TCP between the same hosts through the same switches), same seed. Writes under ``--out`` (one
+folder per job when there are several, and an overview summary.md): losses.csv (per step: both
+losses, both step times, INA's gradient check), training.png (both loss curves, their
+difference, time per step), summary.md, and the workers' logs under runs/.
 """
 from __future__ import annotations
 
@@ -21,11 +24,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from controller.deploy import Deployment, FabricDeployment, deploy_jobs, ina_fraction
+from controller.deploy import DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, ina_fraction
 from controller.model import Job, Topology
 from hostlib.protocol import MAX_WORKERS
 from training.allreduce import InaJob
@@ -53,18 +58,32 @@ def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
                   ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
 
 
-def setup(workers: int, *, topology: str = "fattree", model: ModelSpec = ModelSpec(), k: int = 4,
-          hosts_per_edge: int | None = None, programmable: float = 0.2, seed: int = 0) -> tuple[Topology, Job]:
-    """One of emulation.run's topologies with one job sized for the model's gradient (fp32):
-    workers on the first hosts, the PS on the last."""
+def job_name(dep: Deployment) -> str:
+    """The job's name as emulation.experiment.place_jobs gives it (job1, job2, ...)."""
+    return f"job{dep.job_id}"
+
+
+def setup(workers: int, *, topology: str = "fattree", models: Sequence[ModelSpec] = (ModelSpec(),), k: int = 4,
+          hosts_per_edge: int | None = None, programmable: float = 0.2, seed: int = 0,
+          switch_mb: float | None = None) -> tuple[Topology, list[Job]]:
+    """One of emulation.run's topologies with one job per model, each sized for its model's
+    gradient (fp32) and ``workers`` workers: workers interleaved over the first hosts (jobs
+    share ToRs), the PSes on the last (emulation.experiment.place_jobs). ``switch_mb``: the
+    memory the planner may give each programmable switch (default: half the largest model per
+    job, so placement matters)."""
     topo = build_topology(topology, k=k, hosts_per_edge=hosts_per_edge, programmable=programmable, seed=seed)
-    return topo, place_jobs(topo, [JobSpec(model.n_parameters * 4 / 1e6, 1)], workers)[0]
+    return topo, place_jobs(topo, [JobSpec(m.n_parameters * 4 / 1e6, 1) for m in models], workers,
+                            switch_bytes=None if switch_mb is None else int(switch_mb * 1e6))
 
 
-def plan_and_deploy(topo: Topology, job: Job, scheme: str = "goat", model: ModelSpec = ModelSpec()) -> FabricDeployment:
-    """The controller's plan for ``scheme``, deployed for the model's gradient length (the
-    job's configuration is ``.jobs[0]``, every switch's table operations ``.ops``)."""
-    return deploy_jobs(topo, [job], plan_scheme(scheme, topo, [job]), total_elements={job.name: model.n_parameters})
+def plan_and_deploy(topo: Topology, jobs: Sequence[Job], scheme: str = "goat",
+                    models: Sequence[ModelSpec] = (ModelSpec(),), pool_size: int = DEFAULT_POOL) -> FabricDeployment:
+    """The controller's plan for ``scheme`` over all jobs, deployed for each model's gradient
+    length (job k's configuration is ``.jobs[k]``, every switch's table operations ``.ops``);
+    ``pool_size`` aggregators per switch, shared by the jobs as the scheme does."""
+    jobs = list(jobs)
+    return deploy_jobs(topo, jobs, plan_scheme(scheme, topo, jobs), pool_size=pool_size,
+                       total_elements={j.name: m.n_parameters for j, m in zip(jobs, models, strict=True)})
 
 
 def _wait_file(path: Path, proc: subprocess.Popen, log: Path, timeout: float) -> None:
@@ -131,24 +150,48 @@ def run_mode(net: EmuNet, dep: Deployment, job: InaJob, mode: str, workdir: Path
     return out
 
 
-def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", steps: int = 200,
-                 modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0, model: ModelSpec = ModelSpec(),
+def run_jobs(net: EmuNet, deps: Sequence[Deployment], specs: Sequence[InaJob], mode: str, workdir: Path, *,
+             extras: Sequence[Sequence[str]], progress: Callable[[int], None] | None = None,
+             **kwargs: Any) -> list[dict[str, Any]]:
+    """:func:`run_mode` for every job at once (one thread each, runs under ``workdir/<job>``),
+    so the jobs' gradients meet in the switches; ``extras[k]`` is job k's worker options.
+    Returns each job's result; the first failure is raised once all have ended."""
+    if len(deps) == 1:
+        return [run_mode(net, deps[0], specs[0], mode, workdir, extra=extras[0], progress=progress, **kwargs)]
+    lock = threading.Lock()
+
+    def report(n: int) -> None:
+        with lock:
+            progress(n)                     # type: ignore[misc]
+
+    with ThreadPoolExecutor(len(deps)) as pool:
+        futures = [pool.submit(run_mode, net, dep, spec, mode, workdir / job_name(dep), extra=extra,
+                               progress=report if progress else None, **kwargs)
+                   for dep, spec, extra in zip(deps, specs, extras, strict=True)]
+        return [f.result() for f in futures]
+
+
+def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str = "goat", steps: int = 200,
+                 modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0,
+                 models: Sequence[ModelSpec] = (ModelSpec(),), pool_size: int = DEFAULT_POOL,
                  link_mbps: float = LINK_MBPS, timeout: float = 900.0, loss: float = 0.0,
                  log: Callable[[str], None] = print,
                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Plan, deploy, build the net, install, then train once per mode in it. ``loss``: drop
-    rate of every switch port (INA recovers by retransmission, gloo by TCP). Returns per mode
-    :func:`run_mode`'s result, plus the deployment."""
-    fd = plan_and_deploy(topo, job, scheme, model)
-    dep = fd.jobs[0]
-    spec = ina_job(dep)
-    log(f"[{scheme}] {len(dep.workers)} workers {', '.join(dep.workers)}, PS {dep.ps}; gradient "
-        f"{model.n_parameters} values ({model.kind}) in sub-models {dep.submodel_sizes}; aggregation nodes: "
-        + (", ".join(f"{n} ({dep.levels[n]})" for n in dep.ina_switches) or "none (the PS aggregates)"))
+    """Plan, deploy, build the net, install, then train once per mode in it, all jobs at once
+    (job k trains ``models[k]``). ``loss``: drop rate of every switch port (INA recovers by
+    retransmission, gloo by TCP). Returns per mode the list of the jobs' :func:`run_mode`
+    results, plus the jobs' deployments (``"deployments"``)."""
+    fd = plan_and_deploy(topo, jobs, scheme, models, pool_size)
+    deps = fd.jobs
+    for dep, model in zip(deps, models, strict=True):
+        log(f"[{scheme}] {job_name(dep)}: {len(dep.workers)} workers {', '.join(dep.workers)}, "
+            f"PS {dep.ps}; gradient {model.n_parameters} values ({model.kind}) in sub-models "
+            f"{dep.submodel_sizes}; aggregation nodes: "
+            + (", ".join(f"{n} ({dep.levels[n]})" for n in dep.ina_switches) or "none (the PS aggregates)"))
     net = EmuNet(topo, bw_scale=bw_scale_for(topo, link_mbps), log_dir=out / "logs")
     if loss:
         net.with_switch_options(drop_rate=loss, seed=seed + 1)
-    results: dict[str, Any] = {"deployment": dep}
+    results: dict[str, Any] = {"deployments": deps}
     try:
         t = time.time()
         net.build()                     # waits while another emulated network holds the machine's lock
@@ -159,12 +202,14 @@ def run_training(topo: Topology, job: Job, out: Path, *, scheme: str = "goat", s
         t = time.time()
         entries = install(net, fd.ops)
         log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
-        extra = [*model.cli_args(), "--timeout", "120"]
+        extras = [[*m.cli_args(), "--timeout", "120"] for m in models]
         for mode in modes:
             t = time.time()
-            results[mode] = run_mode(net, dep, spec, mode, out / "runs", steps=steps, verify=verify and mode == "ina",
-                                     seed=seed, timeout=timeout, extra=extra, progress=progress)
-            log(f"[{mode}] {steps} steps in {time.time() - t:.1f} s")
+            results[mode] = run_jobs(net, deps, [ina_job(d) for d in deps], mode, out / "runs", extras=extras,
+                                     progress=progress, steps=steps, verify=verify and mode == "ina", seed=seed,
+                                     timeout=timeout)
+            log(f"[{mode}] {steps} steps{f' of {len(deps)} jobs at once' if len(deps) > 1 else ''} "
+                f"in {time.time() - t:.1f} s")
     finally:
         net.stop()
     return results
@@ -174,9 +219,23 @@ def fragments_sent(res: dict[str, Any]) -> int:
     return sum(w["sent"] for w in res.get("workers", []))
 
 
-def check_args(args: argparse.Namespace) -> tuple[list[str], Topology, Job]:
-    """The modes, topology and job; ValueError (one line) for arguments that cannot work,
-    before any network is built."""
+def parse_models(arg: str, hidden: int, jobs: int | None) -> list[ModelSpec]:
+    """``--model`` (one kind for every job, or a comma list: one per job) and ``--jobs``."""
+    kinds = [k.strip() for k in arg.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in MODELS]
+    if not kinds or bad:
+        raise ValueError(f"--model {arg!r}: a kind or a comma list of kinds, each one of {', '.join(MODELS)}")
+    n = len(kinds) if jobs is None else jobs
+    if n < 1:
+        raise ValueError(f"--jobs {jobs}: must be at least 1")
+    if len(kinds) not in (1, n):
+        raise ValueError(f"--model {arg!r}: {len(kinds)} models for {n} jobs (give one, or one per job)")
+    return [ModelSpec(k, hidden) for k in (kinds * n if len(kinds) == 1 else kinds)]
+
+
+def check_args(args: argparse.Namespace) -> tuple[list[str], list[ModelSpec], Topology, list[Job]]:
+    """The modes, the jobs' models, topology and jobs; ValueError (one line) for arguments
+    that cannot work, before any network is built."""
     if args.topology == "fattree" and (args.k < 2 or args.k % 2):
         raise ValueError(f"--k {args.k}: a fat-tree needs an even k >= 2")
     if args.topology == "leaf-spine" and args.k < 1:
@@ -195,41 +254,76 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], Topology, Job]:
     for name in ("link_mbps", "timeout"):
         if not getattr(args, name) > 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
+    if args.switch_mb is not None and args.switch_mb <= 0:
+        raise ValueError(f"--switch-mb {args.switch_mb:g}: must be positive")
+    if not (1 <= args.pool <= DEFAULT_POOL and args.pool & (args.pool - 1) == 0):
+        raise ValueError(f"--pool {args.pool}: a power of two in 1..{DEFAULT_POOL} (the program's registers)")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES for m in modes):
         raise ValueError(f"--modes {args.modes!r}: a comma list of {', '.join(MODES)}")
-    topo, job = setup(args.workers, topology=args.topology, model=ModelSpec(args.model, args.hidden), k=args.k,
-                      hosts_per_edge=args.hosts_per_edge, programmable=args.programmable, seed=args.seed)
-    return modes, topo, job
+    models = parse_models(args.model, args.hidden, args.jobs)
+    topo, jobs = setup(args.workers, topology=args.topology, models=models, k=args.k,
+                       hosts_per_edge=args.hosts_per_edge, programmable=args.programmable, seed=args.seed,
+                       switch_mb=args.switch_mb)
+    return modes, models, topo, jobs
+
+
+def job_report(res: dict[str, Any], k: int, modes: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
+    """Job k's losses.csv rows (training.launch.merge) and what its INA run did, in words."""
+    rows = merge({m: res[m][k]["rows"] for m in modes})
+    if "ina" not in modes:
+        return rows, ""
+    ina = res["ina"][k]
+    frags = fragments_sent(ina)
+    received = ina["ps"].get("received", {})
+    ws = ina["workers"]
+    per_call = sum(w["seconds"] for w in ws) / max(1, sum(w["calls"] for w in ws))
+    scale = sum(w["scale_seconds"] for w in ws) / max(1, sum(w["calls"] for w in ws))
+    evicted = received.get("preempted", 0)
+    return rows, (f"INA: {frags} fragments sent by the workers, {ina_fraction(received, frags):.1%} aggregated in "
+                  f"the switches, {sum(w['resent'] for w in ws)} retransmitted"
+                  + (f", {evicted} partials preempted to the PS" if evicted else "")
+                  + f"; an all-reduce (one DDP bucket) took {per_call * 1e3:.1f} ms on average, "
+                  f"{scale * 1e3:.1f} ms of it the scale round.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m emulation.train",
-        description="Train a small network (--model mlp or cnn) on scikit-learn's digits with N workers in "
+        description="Train small networks (--model mlp or cnn) on scikit-learn's digits with N workers per job in "
                     "Mininet hosts, gradients averaged through p4sim switches running p4src/v1model/ina.p4 "
                     "(torch DDP with the INA communication hook), then with gloo's all-reduce over the same "
-                    "network, same seed; plot both loss curves and report the time per iteration. Needs root "
+                    "network, same seed; plot the loss curves and report the time per iteration. Several jobs "
+                    "(--jobs) train at once and share the switches' aggregators as the scheme plans. Needs root "
                     "and Mininet.",
-        epilog="example: python -m emulation.train --workers 4 --steps 200 --out results/training")
-    ap.add_argument("--workers", type=int, default=4, help="training workers (default 4)")
+        epilog="examples: python -m emulation.train --workers 4 --steps 200 --out results/training; "
+               "python -m emulation.train --jobs 2 --workers 2 --model mlp,cnn --scheme esa --switch-mb 1 --pool 64 --loss 0.01")
+    ap.add_argument("--workers", type=int, default=4, help="training workers per job (default 4)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="training jobs at once, each with its own workers and PS (default: one per --model)")
     ap.add_argument("--steps", type=int, default=200, help="training steps per mode (default 200)")
     ap.add_argument("--topology", default="fattree", choices=list(TOPOLOGIES),
                     help="; ".join(f"{n}: {d}" for n, (_, d) in TOPOLOGIES.items())
-                    + " (workers on the first hosts, the PS on the last)")
+                    + " (workers interleaved over the first hosts, the PSes on the last)")
     ap.add_argument("--k", type=int, default=4, help="fat-tree arity / leaf-spine size (default 4)")
     ap.add_argument("--hosts-per-edge", type=int, default=None, help="hosts under each edge/leaf switch")
     ap.add_argument("--programmable", type=float, default=0.2,
                     help="fraction of programmable switches (fattree, leaf-spine; default 0.2)")
     ap.add_argument("--scheme", default="goat", choices=list(DEPLOYABLE),
                     help="aggregation plan (controller.schemes), e.g. goat, atp, esa, inart; ps: no switch aggregates")
+    ap.add_argument("--switch-mb", type=float, default=None,
+                    help="memory the planner may use on each programmable switch in MB (default: half the largest "
+                         "model per job, as emulation.run: not every worker gets a switch)")
+    ap.add_argument("--pool", type=int, default=DEFAULT_POOL,
+                    help=f"aggregators per switch, shared by the jobs (a power of two, default {DEFAULT_POOL}); "
+                         "small pools make jobs contend (ESA preempts)")
     ap.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo (default both, in that order)")
     ap.add_argument("--verify", action="store_true",
                     help="INA: also average every step's gradients with gloo and check the INA mean against it "
                          "(adds gloo traffic; the reported step time leaves the check out)")
-    ap.add_argument("--model", choices=MODELS, default="mlp",
+    ap.add_argument("--model", default="mlp",
                     help="mlp (default: 4810 parameters at --hidden 64) or cnn (two 3x3 convolutions with "
-                         "max-pooling, then hidden-10: 6058 parameters)")
+                         "max-pooling, then hidden-10: 6058 parameters); a comma list gives each job its own")
     ap.add_argument("--hidden", type=int, default=64, help="hidden units of the last layers (default 64)")
     ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
                     help=f"rate of the fastest link in Mb/s (default {LINK_MBPS:g}, as emulation.run); others scale "
@@ -238,11 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="drop rate of every switch port, e.g. 0.01 (INA retransmits, gloo's TCP recovers)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=900.0, help="limit for each mode's run (s)")
-    ap.add_argument("--out", default="results/training", help="output folder (default results/training)")
+    ap.add_argument("--out", default="results/training",
+                    help="output folder (default results/training; with several jobs one folder per job in it)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     try:
-        modes, topo, job = check_args(args)
+        modes, models, topo, jobs = check_args(args)
     except ValueError as e:
         ap.error(str(e))
     why = mininet_unavailable_reason()
@@ -254,31 +349,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
           f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
-    with tqdm(total=args.steps * len(modes), unit="step", disable=args.quiet, file=sys.stderr) as bar:
-        res = run_training(topo, job, out, scheme=args.scheme, steps=args.steps, modes=modes, verify=args.verify,
-                           seed=args.seed, model=ModelSpec(args.model, args.hidden), link_mbps=args.link_mbps, timeout=args.timeout,
-                           loss=args.loss, log=tqdm.write, progress=bar.update)
-    rows = merge({m: res[m]["rows"] for m in modes})
-    dep = res["deployment"]
-    setup_line = (f"Machine: {machine()}. Network: {topo.name}, {len(topo.switches())} p4sim switches "
-                  f"(v1model ina.p4), fastest link {args.link_mbps:g} Mb/s, {args.loss:.1%} loss per switch port; {args.workers} workers and the "
-                  f"PS in Mininet hosts; plan {args.scheme}, aggregation at "
-                  f"{', '.join(dep.ina_switches) or 'the PS only'}; gloo: TCP between the same hosts.")
-    if "ina" in modes:
-        frags = fragments_sent(res["ina"])
-        frac = ina_fraction(res["ina"]["ps"].get("received", {}), frags)
-        resent = sum(w["resent"] for w in res["ina"]["workers"])
-        ws = res["ina"]["workers"]
-        per_call = sum(w["seconds"] for w in ws) / max(1, sum(w["calls"] for w in ws))
-        scale = sum(w["scale_seconds"] for w in ws) / max(1, sum(w["calls"] for w in ws))
-        setup_line += (f" INA: {frags} fragments sent by the workers, {frac:.1%} aggregated in the switches, "
-                       f"{resent} retransmitted; an all-reduce (one DDP bucket) took {per_call * 1e3:.1f} ms on "
-                       f"average, {scale * 1e3:.1f} ms of it the scale round.")
-    s = write_report(out, rows, title=f"digits {args.model.upper()}, {args.workers} workers, {topo.name}, {args.scheme}",
-                     setup=setup_line)
-    print((out / "summary.md").read_text())
-    print(f"wrote {out / 'losses.csv'}, {out / 'summary.md'}, {out / 'training.png'}")
-    return 0 if s.get("max_grad_ratio", 0.0) <= 1.0 else 1
+    with tqdm(total=args.steps * len(modes) * len(jobs), unit="step", disable=args.quiet, file=sys.stderr) as bar:
+        res = run_training(topo, jobs, out, scheme=args.scheme, steps=args.steps, modes=modes, verify=args.verify,
+                           seed=args.seed, models=models, pool_size=args.pool, link_mbps=args.link_mbps,
+                           timeout=args.timeout, loss=args.loss, log=tqdm.write, progress=bar.update)
+    together = f"; {len(jobs)} jobs training at once" if len(jobs) > 1 else ""
+    ok = True
+    overview = [f"# {len(jobs)} digits jobs at once, {topo.name}, {args.scheme}", "",
+                "| job | model | INA s/iter | gloo s/iter | final loss INA | final loss gloo | max grad ratio |",
+                "|---|---|---|---|---|---|---|"]
+    for k, (dep, model) in enumerate(zip(res["deployments"], models)):
+        rows, ina_line = job_report(res, k, modes)
+        setup_line = (f"Machine: {machine()}. Network: {topo.name}, {len(topo.switches())} p4sim switches "
+                      f"(v1model ina.p4), fastest link {args.link_mbps:g} Mb/s, {args.loss:.1%} loss per switch "
+                      f"port{together}; {args.workers} workers and the PS in Mininet hosts; plan {args.scheme}, "
+                      f"{args.pool} aggregators per switch, aggregation at "
+                      f"{', '.join(dep.ina_switches) or 'the PS only'}; gloo: TCP between the same hosts. {ina_line}")
+        where = out if len(jobs) == 1 else out / job_name(dep)
+        s = write_report(where, rows, title=f"digits {model.kind.upper()}, {args.workers} workers, {topo.name}, "
+                         f"{args.scheme}" + (f", {job_name(dep)} of {len(jobs)}" if len(jobs) > 1 else ""),
+                         setup=setup_line)
+        ok &= s.get("max_grad_ratio", 0.0) <= 1.0
+        cell = lambda key, fmt: format(s[key], fmt) if key in s else "—"      # noqa: E731
+        overview.append(f"| [{job_name(dep)}]({job_name(dep)}/summary.md) | {model.kind} | "
+                        f"{cell('ina_s_per_iter', '.4f')} | {cell('gloo_s_per_iter', '.4f')} | "
+                        f"{cell('ina_final_loss', '.5f')} | {cell('gloo_final_loss', '.5f')} | "
+                        f"{cell('max_grad_ratio', '.3g')} |")
+        print((where / "summary.md").read_text())
+        print(f"wrote {where / 'losses.csv'}, {where / 'summary.md'}, {where / 'training.png'}")
+    if len(jobs) > 1:
+        (out / "summary.md").write_text("\n".join(overview) + "\n")
+        print(f"wrote {out / 'summary.md'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

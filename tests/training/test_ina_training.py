@@ -164,3 +164,29 @@ def test_cnn_trains_through_the_ina_hook_like_gloo(tmp_path: Path) -> None:
     assert all(0 <= row["grad_ratio"] <= 1.0 for r in rows for row in r)
     assert [x["loss"] for x in rows[0]] == [x["loss"] for x in rows[1]]
     assert rows[0][-1]["loss"] < rows[0][0]["loss"]
+
+
+def test_emulation_train_command_line_checks_jobs_and_models(capsys: pytest.CaptureFixture[str]) -> None:
+    """emulation.train: --model gives each job its model (one kind for all, or one per job),
+    jobs are sized for their models' gradients, and arguments that cannot work stop with a
+    one-line error before any network is built."""
+    from emulation.train import main, parse_models, setup
+    from training.train_digits import ModelSpec
+
+    assert parse_models("mlp,cnn", 32, None) == [ModelSpec("mlp", 32), ModelSpec("cnn", 32)]
+    assert parse_models("cnn", 64, 3) == [ModelSpec("cnn")] * 3
+    models = parse_models("mlp,cnn", 64, None)
+    topo, jobs = setup(2, models=models, k=2, hosts_per_edge=3, switch_mb=1)
+    assert [j.job_id for j in jobs] == [1, 2] and not set(jobs[0].workers) & set(jobs[1].workers)
+    assert [round(sum(s.size_mb for s in j.submodels) * 1e6 / 4) for j in jobs] == [4810, 6058]
+    assert all(topo.nodes[s].memory_bytes == 10 ** 6 for s in topo.programmable_switches())
+    for argv, message in ((["--model", "mlp,rnn"], "each one of mlp, cnn"),
+                          (["--jobs", "3", "--model", "mlp,cnn"], "2 models for 3 jobs"),
+                          (["--jobs", "0"], "--jobs 0: must be at least 1"),
+                          (["--pool", "100"], "--pool 100: a power of two"),
+                          (["--switch-mb", "0"], "--switch-mb 0: must be positive"),
+                          (["--jobs", "5", "--workers", "4"], "do not fit on the 16 hosts")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err, argv

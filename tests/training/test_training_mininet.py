@@ -12,14 +12,15 @@ require_mininet()
 
 from controller.deploy import ina_fraction  # noqa: E402
 from emulation.install import install  # noqa: E402
-from emulation.train import fragments_sent, ina_job, plan_and_deploy, run_mode, setup  # noqa: E402
+from emulation.train import fragments_sent, ina_job, plan_and_deploy, run_jobs, run_mode, setup  # noqa: E402
+from training.train_digits import ModelSpec  # noqa: E402
 
 STEPS = 3
 
 
 def test_two_workers_train_through_p4sim_switches_like_gloo(tmp_path: Path) -> None:
-    topo, job = setup(2, k=2, hosts_per_edge=2, programmable=1.0)
-    fd = plan_and_deploy(topo, job, "goat")
+    topo, jobs = setup(2, k=2, hosts_per_edge=2, programmable=1.0)
+    fd = plan_and_deploy(topo, jobs, "goat")
     dep = fd.jobs[0]
     assert dep.ina_switches, "GOAT placed no sub-model on a switch"
     with running_net(topo, tmp_path / "logs") as net:
@@ -45,8 +46,8 @@ def test_two_workers_train_through_p4sim_switches_like_gloo(tmp_path: Path) -> N
 def test_training_through_lossy_switches_matches_gloo(tmp_path: Path) -> None:
     """2 % loss on every switch port: INA recovers every fragment (retransmissions happen) and
     each step's INA mean stays within the rounding bound of gloo's; gloo (TCP) trains the same."""
-    topo, job = setup(2, k=2, hosts_per_edge=2, programmable=1.0)
-    fd = plan_and_deploy(topo, job, "goat")
+    topo, jobs = setup(2, k=2, hosts_per_edge=2, programmable=1.0)
+    fd = plan_and_deploy(topo, jobs, "goat")
     dep = fd.jobs[0]
     with running_net(topo, tmp_path / "logs", drop_rate=0.02, seed=5) as net:
         assert install(net, fd.ops) > 0
@@ -61,3 +62,26 @@ def test_training_through_lossy_switches_matches_gloo(tmp_path: Path) -> None:
     assert [len(r) for r in gloo["rows"]] == [STEPS, STEPS]
     assert [r["loss"] for r in ina["rows"][0]] == [r["loss"] for r in ina["rows"][1]]
     assert sum(w["resent"] for w in ina["workers"]) > 0                 # loss happened and was repaired
+
+
+def test_two_jobs_train_at_once_sharing_a_small_pool(tmp_path: Path) -> None:
+    """Two jobs (an MLP and a CNN, 2 workers each) train at the same time through the same
+    switches under ESA with 16 aggregators per switch: their fragments compete for the
+    aggregators (preemption and collisions), and every step of each job still gets the exact
+    mean (within the rounding bound of gloo's) and the same loss on both ranks."""
+    models = [ModelSpec("mlp"), ModelSpec("cnn")]
+    topo, jobs = setup(2, models=models, k=2, hosts_per_edge=3, programmable=1.0)
+    fd = plan_and_deploy(topo, jobs, "esa", models, pool_size=16)
+    with running_net(topo, tmp_path / "logs") as net:
+        assert install(net, fd.ops) > 0
+        res = run_jobs(net, fd.jobs, [ina_job(d) for d in fd.jobs], "ina", tmp_path / "runs", steps=STEPS,
+                       verify=True, timeout=120, extras=[[*m.cli_args(), "--timeout", "60"] for m in models])
+    contested = 0
+    for ina in res:
+        assert [len(r) for r in ina["rows"]] == [STEPS, STEPS]
+        assert all(0 <= row["grad_ratio"] <= 1.0 for rank in ina["rows"] for row in rank)
+        assert [r["loss"] for r in ina["rows"][0]] == [r["loss"] for r in ina["rows"][1]]
+        assert ina["ps"]["incomplete"] == 0
+        received = ina["ps"]["received"]
+        contested += received.get("preempted", 0) + received.get("collision", 0)
+    assert contested > 0, [ina["ps"] for ina in res]
