@@ -503,11 +503,15 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
     }
+    // An aggregate (also one that arrived complete) carries worker 255, and it never collided
+    // here, whatever a fragment of it met below: COLLISION cleared, RESULT at the last level
+    // (one two-bit write).
     action complete() {
         meta.verdict = INA_COMPLETE;
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
-        hdr.ina.flags = hdr.ina.flags | meta.result_flag;
+        hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+        hdr.ina.flags[1:0] = meta.result_flag[1:0];   // COLLISION, RESULT
         meta.mcast_group = meta.result_group;
     }
     action resubmit(bit<8> op) {
@@ -606,6 +610,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             (SIT_SAME, _, _, _, _, _, _)  : resubmit_unmerge();
             (SIT_OTHER, _, _, _, 0, 0, 1) : collide();          // priority 0 never wins
             (SIT_OTHER, _, _, _, 0, _, 1) : resubmit(INA_OP_SWAP);
+            (SIT_OTHER, _, _, _, 0xFF, _, 1) : collide();       // a held aggregator: never downgraded
             (SIT_OTHER, _, _, _, _, _, 1) : resubmit_downgrade();
             (SIT_OTHER, _, _, _, _, _, _) : collide();          // first come, first served
         }

@@ -84,7 +84,7 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         // the hash unit writes its own field; ipv4_lpm's ecmp action masks it
         meta.ecmp_hash = ecmp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                                          hdr.udp.src_port, hdr.udp.dst_port });
-        if (hdr.ina.isValid()) {
+        if (hdr.lanes.isValid()) {         // INA of this version (another version is plain UDP)
             ina_route.apply();
         }
         bit<1> unicast = 0;

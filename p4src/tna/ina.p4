@@ -239,6 +239,7 @@ parser InaEgressParser(packet_in pkt, out ina_headers_t hdr, out ina_eg_metadata
                        out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
+        meta.ipv4_checksum_full = 0;
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
@@ -302,6 +303,19 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
 
     action flag_overflow() {
         hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+        hdr.udp.checksum = 0;              // the header changed
+    }
+    // IPv4 options are not parsed, so the deparser cannot recompute the checksum: it is
+    // updated for ingress's TTL decrement alone (RFC 1624: the TTL/protocol word fell by
+    // 0x0100, so the checksum rises by 0x0100 in ones' complement).
+    action ipv4_checksum_full() {
+        meta.ipv4_checksum_full = 1;
+    }
+    action ipv4_checksum_ttl() {
+        hdr.ipv4.hdr_checksum = hdr.ipv4.hdr_checksum + 0x0100;
+    }
+    action ipv4_checksum_ttl_carry() {
+        hdr.ipv4.hdr_checksum = hdr.ipv4.hdr_checksum + 0x0101;   // end-around carry
     }
 
     // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed.
@@ -321,6 +335,15 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
             result_rewrite.apply();
         }
         smac.apply();
+        if (hdr.ipv4.isValid()) {
+            if (hdr.ipv4.ihl == 5) {
+                ipv4_checksum_full();
+            } else if (hdr.ipv4.hdr_checksum[15:8] == 0xFF) {
+                ipv4_checksum_ttl_carry();
+            } else {
+                ipv4_checksum_ttl();
+            }
+        }
     }
 }
 
@@ -328,10 +351,12 @@ control InaEgressDeparser(packet_out pkt, inout ina_headers_t hdr, in ina_eg_met
                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Checksum() ipv4_checksum;
     apply {
-        hdr.ipv4.hdr_checksum = ipv4_checksum.update({
-            hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
-            hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
-            hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+        if (meta.ipv4_checksum_full == 1) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+        }
         pkt.emit(hdr);
     }
 }

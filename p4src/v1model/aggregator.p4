@@ -23,6 +23,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
     int<32> old_value;
     int<32> sum;
     bit<1>  overflow;
+    bit<1>  packet_overflow;      // the arriving packet's OVERFLOW: a partial that saturated below
 
     // Per-lane operations, expanded over all K lanes by INA_FOR_EACH_LANE.
 #define LANE_ADD(i)                                                        \
@@ -80,7 +81,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         hdr.ina.round = v32;
         bit<1> v1;
         agg_overflow.read(v1, meta.agg_index);
-        agg_overflow.write(meta.agg_index, 0);
+        agg_overflow.write(meta.agg_index, packet_overflow);
+        hdr.ina.flags = hdr.ina.flags & ~INA_FLAG_OVERFLOW;
         if (v1 == 1) { hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW; }
         hdr.ina.job_id = old_owner[79:64];
         hdr.ina.node_id = old_owner[63:48];
@@ -120,6 +122,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
              meta.pool_size);
         lane_base = meta.agg_index * INA_LANES;
         overflow = 0;
+        packet_overflow = 0;
+        if ((hdr.ina.flags & INA_FLAG_OVERFLOW) != 0) { packet_overflow = 1; }
         bit<80> key = hdr.ina.job_id ++ meta.agg_node ++ hdr.ina.submodel_id ++ hdr.ina.fragment_id;
         bit<80> owner;
         agg_owner.read(owner, meta.agg_index);
@@ -206,7 +210,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
                 lanes_add();
                 agg_bitmap.write(meta.agg_index, bitmap);
                 agg_count.write(meta.agg_index, count);
-                agg_overflow.write(meta.agg_index, ovf | overflow);
+                agg_overflow.write(meta.agg_index, ovf | overflow | packet_overflow);
                 meta.verdict = INA_ABSORB;
             }
             return;
@@ -221,8 +225,9 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             hdr.ina.flags = (hdr.ina.flags & ~INA_FLAG_COLLISION) | INA_FLAG_PREEMPTED;
             hdr.ina.worker_id = INA_WORKER_AGGREGATE;
         } else {
-            if (meta.preemption == 1) {
-                agg_priority.write(meta.agg_index, agg_prio >> 1);   // ESA priority downgrading
+            if (meta.preemption == 1 && agg_prio != 0xFF) {
+                // ESA priority downgrading; 255 is a held aggregator's (plans use 0..254)
+                agg_priority.write(meta.agg_index, agg_prio >> 1);
             }
             hdr.ina.flags = hdr.ina.flags | INA_FLAG_COLLISION;
         }

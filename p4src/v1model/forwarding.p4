@@ -61,7 +61,7 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_metadata_t meta,
             drop();
             return;
         }
-        if (hdr.ina.isValid()) {
+        if (hdr.lanes.isValid()) {         // INA of this version (another version is plain UDP)
             ina_route.apply();
         }
         if (meta.routed == 0) {
@@ -75,6 +75,16 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_metadata_t meta,
             }
         }
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        if (hdr.ipv4.ihl != 5) {
+            // Options are not parsed, so the checksum is not recomputed (InaComputeChecksum):
+            // it is updated for the TTL decrement alone (RFC 1624: the TTL/protocol word fell
+            // by 0x0100, so the checksum rises by 0x0100 in ones' complement).
+            if (hdr.ipv4.hdr_checksum >= 0xFF00) {
+                hdr.ipv4.hdr_checksum = hdr.ipv4.hdr_checksum + 0x0101;   // end-around carry
+            } else {
+                hdr.ipv4.hdr_checksum = hdr.ipv4.hdr_checksum + 0x0100;
+            }
+        }
     }
 }
 

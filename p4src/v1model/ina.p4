@@ -159,9 +159,15 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
                     || (meta.verdict == INA_PASS && meta.job_known == 1 && meta.releasing == 0
                         && (hdr.ina.flags & INA_FLAG_COLLISION) != 0)) {
                 ina_level.apply();
-                if (meta.verdict == INA_COMPLETE && meta.last_level == 1) {
-                    hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
-                    sm.mcast_grp = meta.result_group;
+                if (meta.verdict == INA_COMPLETE) {
+                    // an aggregate leaving its node never collided there, whatever a fragment
+                    // of it met at the level below, and it is an aggregate
+                    hdr.ina.flags = hdr.ina.flags & ~INA_FLAG_COLLISION;
+                    hdr.ina.worker_id = INA_WORKER_AGGREGATE;   // also one that arrived complete
+                    if (meta.last_level == 1) {
+                        hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;
+                        sm.mcast_grp = meta.result_group;
+                    }
                 }
             }
             if (meta.verdict != INA_PASS || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0) {
@@ -176,7 +182,7 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
 
 control InaComputeChecksum(inout ina_headers_t hdr, inout ina_metadata_t meta) {
     apply {
-        update_checksum(hdr.ipv4.isValid(),
+        update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,   // options: InaForwarding
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
               hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
