@@ -416,3 +416,208 @@ def test_lp_bound_equals_papers_relaxation_when_a_submodel_exceeds_memory() -> N
     ours = paper_lp(t)
     assert ours == pytest.approx(13.0)
     assert goat.solve_gina_lp(t.topo, t.job).bound == pytest.approx(ours)
+
+
+# =============================================================================== KRGS (Alg. 1)
+
+
+def _star(n_leaves: int, memory_mb: float = 10.0, sizes_mb: tuple[float, ...] = (1.0,)) -> Tiny:
+    """A plain root r with the PS, programmable leaves s1..sn, worker wi alone under si, so each
+    worker is its own class: D_wi(si) = 1, D_wi(sj) = 3 = D_wi(alpha), D_si(alpha) = 2."""
+    leaves = [f"s{i}" for i in range(1, n_leaves + 1)]
+    return build_tiny([(s, "r") for s in leaves], {"ps": "r", **{f"w{i}": f"s{i}" for i in range(1, n_leaves + 1)}},
+                      "ps", {s: memory_mb for s in leaves}, list(sizes_mb), plain=("r",))
+
+
+def crafted_lp(t: Tiny, x: dict[str, float], y: dict[str, dict[str, float]]) -> goat.GinaLp:
+    """KRGS's input (Alg. 1 line 3, {x~, y~}) set by hand for the single sub-model g0:
+    x~_g0^s = x[s], y~_{w,g0}^s = y[w][s]. Each worker is its own class (``_star``)."""
+    inst = goat.build_instance(t.topo, t.job)
+    model = goat._build_model(inst, "eq1", "all")
+    vals = np.zeros(model.lp.num_cols)
+    s_idx = {s: i for i, s in enumerate(inst.switches)}
+    for s, v in x.items():
+        vals[model.x_col[(0, s_idx[s])]] = v
+    for ci, c in enumerate(inst.classes):
+        (w,) = c.workers
+        for s, v in y.get(w, {}).items():
+            vals[model.u_col[(ci, 0, s_idx[s])]] = v
+        vals[model.u_col[(ci, 0, inst.n_s)]] = 1.0 - sum(y.get(w, {}).values())
+    sol = Solution("optimal", vals, 1.0, 1.0, np.zeros(0), 0.0)
+    return goat.GinaLp(inst, model, sol, "eq1", "all")
+
+
+def krgs_frequencies(t: Tiny, lp: goat.GinaLp, runs: int) -> tuple[Counter, dict[str, Counter], set[int]]:
+    """Over ``runs`` seeds: how often each S(g0) came out, each worker's node, and the k's."""
+    sets: Counter = Counter()
+    nodes: dict[str, Counter] = {w: Counter() for w in t.W}
+    ks: set[int] = set()
+    for seed in range(runs):
+        plan = goat.krgs(t.topo, t.job, seed, lp=lp)
+        x, y = read_plan(t, plan)
+        sets[x["g0"]] += 1
+        ks.add(plan.extra["k"]["g0"])
+        for w in t.W:
+            nodes[w][y["g0"][w]] += 1
+    return sets, nodes, ks
+
+
+RUNS = 600
+FREQ_TOL = 0.08          # > 4 standard deviations of a frequency over 600 draws
+
+
+def test_krgs_two_knapsacks_by_hand() -> None:
+    """Alg. 1 lines 5-13 and 17-20 on x~ = (0.9, 0.6, 0.5) for (s1, s2, s3):
+    k(g) = floor(2.0) = 2; min-max knapsacks {s1} (0.9) and {s2, s3} (1.1) (the other two
+    splits have max 1.4 and 1.5); so S(g) = {s1, s2} w.p. 0.6/1.1 = 6/11, {s1, s3} w.p. 5/11.
+    Workers: y~_w1 = (0.45, 0.3, 0) -> p = (0.5, 0.5, 0), PS 1 - sum over S(g);
+    y~_w2 = (0, 0.6, 0) -> p(s2) = 1; y~_w3 = (0.45, 0, 0.25) -> p = (0.5, 0, 0.5).
+    Hence P(w1: s1, s2, PS) = (1/2, 3/11, 5/22), P(w2: s2, PS) = (6/11, 5/11),
+    P(w3: s1, s3, PS) = (1/2, 5/22, 3/11)."""
+    t = _star(3)
+    lp = crafted_lp(t, {"s1": 0.9, "s2": 0.6, "s3": 0.5},
+                    {"w1": {"s1": 0.45, "s2": 0.3}, "w2": {"s2": 0.6}, "w3": {"s1": 0.45, "s3": 0.25}})
+    sets, nodes, ks = krgs_frequencies(t, lp, RUNS)
+    assert ks == {2}
+    assert set(sets) <= {frozenset({"s1", "s2"}), frozenset({"s1", "s3"})}
+    assert sets[frozenset({"s1", "s2"})] / RUNS == pytest.approx(6 / 11, abs=FREQ_TOL)
+    expect = {"w1": {"s1": 1 / 2, "s2": 3 / 11, "ps": 5 / 22}, "w2": {"s2": 6 / 11, "ps": 5 / 11},
+              "w3": {"s1": 1 / 2, "s3": 5 / 22, "ps": 3 / 11}}
+    for w, dist in expect.items():
+        assert set(nodes[w]) <= set(dist), (w, nodes[w])
+        for node, p in dist.items():
+            assert nodes[w][node] / RUNS == pytest.approx(p, abs=FREQ_TOL), (w, node)
+
+
+def test_krgs_one_knapsack_and_floor_by_hand() -> None:
+    """k(g) = floor(sum_s x~) (Alg. 1 line 6, Eq. 8): x~ = (0.9, 0.6, 0.3) sums to 1.8, so one
+    knapsack and S(g) = {s} w.p. x~_s / 1.8 = (1/2, 1/3, 1/6); x~ summing to 0.7 gives k = 0,
+    S(g) empty, and every worker goes to the PS (p(alpha) = 1 - 0)."""
+    t = _star(3)
+    lp = crafted_lp(t, {"s1": 0.9, "s2": 0.6, "s3": 0.3}, {"w1": {"s1": 0.9}, "w2": {"s2": 0.6}})
+    sets, nodes, ks = krgs_frequencies(t, lp, RUNS)
+    assert ks == {1}
+    for s, p in {"s1": 1 / 2, "s2": 1 / 3, "s3": 1 / 6}.items():
+        assert sets[frozenset({s})] / RUNS == pytest.approx(p, abs=FREQ_TOL)
+    # p(s) = y~/x~ = 1 for the worker's own switch: it goes there exactly when it is chosen
+    assert nodes["w1"]["s1"] == sets[frozenset({"s1"})]
+    assert nodes["w3"] == Counter({"ps": RUNS})
+    lp0 = crafted_lp(t, {"s1": 0.4, "s2": 0.3}, {"w1": {"s1": 0.4}, "w2": {"s2": 0.3}})
+    sets0, nodes0, ks0 = krgs_frequencies(t, lp0, 20)
+    assert ks0 == {0} and sets0 == Counter({frozenset(): 20})
+    assert all(c == Counter({"ps": 20}) for c in nodes0.values())
+
+
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_krgs_plans_are_feasible(case: str | int) -> None:
+    """Theorems 1-2: every worker's every sub-model has exactly one node among S(g) + alpha;
+    |S(g)| = k(g) distinct switches; the reported objective is the plan's Eq. 1 value and the
+    reported memory violations are exactly those of Eq. 1's fourth constraint. With repair the
+    plan respects memory, hence costs at least the enumerated optimum."""
+    t = _instance(case)
+    opt = brute_force(t, "eq1").value
+    lp = goat.relax(t.topo, t.job)
+    for seed in range(4):
+        plan = goat.krgs(t.topo, t.job, seed, lp=lp)
+        x, y = read_plan(t, plan)
+        for g in t.b:
+            assert len(plan.submodel_switches[g]) == len(x[g]) == plan.extra["k"][g]
+        assert plan.objective == pytest.approx(eq1_value(t, x, y))
+        assert bool(plan.extra["memory_violations"]) == (not memory_ok(t, x))
+        rep = goat.krgs(t.topo, t.job, seed, lp=lp, repair=True)
+        x, y = read_plan(t, rep)
+        assert memory_ok(t, x)
+        assert rep.objective == pytest.approx(eq1_value(t, x, y))
+        assert rep.objective >= opt - TOL
+
+
+# =============================================================================== GOAT-Async (Alg. 2)
+
+
+def _psi_by_hand(k: int, gap: float, eps: float, sigma2: float, n: int) -> float:
+    """GOAT Eq. 36: psi(K_m) = 4 K_m^2 (F(x_0) - F(x_*))^2 / (n (eps K_m - sigma^2)^2)."""
+    return 4 * k * k * gap * gap / (n * (eps * k - sigma2) ** 2)
+
+
+def test_psi_is_eq36() -> None:
+    """Eq. 36 by hand: K = 2, gap 2, eps 0.5, sigma^2 0.2, n 4: 4*4*4 / (4*0.8^2) = 25; n
+    defaults to |W| (Eq. 21's n workers); eps K <= sigma^2 violates Eq. 34 for every T."""
+    assert goat.psi(2, goat.PsiParams(loss_gap=2.0, epsilon=0.5, sigma2=0.2, n=4), 10) == pytest.approx(25.0)
+    assert goat.psi(3, goat.PsiParams(loss_gap=1.0, epsilon=1.0, sigma2=0.5), 3) == pytest.approx(
+        _psi_by_hand(3, 1.0, 1.0, 0.5, 3))
+    assert goat.psi(1, goat.PsiParams(epsilon=0.1, sigma2=0.1), 5) == math.inf
+
+
+def test_choose_k_by_hand_with_default_rounds() -> None:
+    """Alg. 2 with p = (1, 2, 4) and M = |W| = 3 rounds (§V-C: "set M as the number of workers").
+    Each round h_t = the K-th smallest p'; a worker with p' > h_t ("greater than the completion
+    time", §V-C) keeps waiting (p' - h_t), the others restart at p_w.
+      K=1: p' (1,2,4) h=1 -> (1,1,3) h=1 -> (1,2,2) h=1 -> H-bar = 1
+      K=2: (1,2,4) h=2 -> (1,2,2) h=2 -> (1,2,4) h=2 -> H-bar = 2
+      K=3: h = 4 every round -> H-bar = 4
+    psi (gap 1, eps 1, sigma^2 0.5, n 3) = 16/3, 64/27, 48/25; H = T H-bar = 5.33, 4.74, 7.68,
+    so K_{t+1} = 2 (line 16: the least H)."""
+    params = goat.PsiParams(loss_gap=1.0, epsilon=1.0, sigma2=0.5)
+    k, info = goat.choose_k([1.0, 2.0, 4.0], lambda kk: goat.psi(kk, params, 3))
+    assert info["rounds"] == 3
+    per = info["per_K"]
+    for kk, h_bar in {1: 1.0, 2: 2.0, 3: 4.0}.items():
+        assert per[kk]["H_bar"] == pytest.approx(h_bar)
+        assert per[kk]["T"] == pytest.approx(_psi_by_hand(kk, 1.0, 1.0, 0.5, 3))
+        assert per[kk]["H"] == pytest.approx(h_bar * _psi_by_hand(kk, 1.0, 1.0, 0.5, 3))
+    assert k == 2
+    # the epochs themselves (who arrives within h_t)
+    assert goat.async_epochs([1.0, 2.0, 4.0], 1, 3) == [(1.0, [0]), (1.0, [0, 1]), (1.0, [0])]
+    # the history's order does not matter (§V-C sorts P): the same K for a permutation
+    assert goat.choose_k([4.0, 1.0, 2.0], lambda kk: goat.psi(kk, params, 3))[0] == 2
+
+
+def test_goat_async_counts_eq20_by_hand() -> None:
+    """§V-A, Eq. 20: the K_t fastest workers take part (z_w^t = 1) and switch s aggregates
+    K_t^s = sum_w sum_g y_{w,g}^s z_w^t gradients. History p = (w1 1, w2 5, w3 2), M = 3:
+      K=1: (1,5,2) h=1 -> (1,4,1) h=1 -> (1,3,2) h=1: H-bar = 1
+      K=2: (1,5,2) h=2 -> (1,3,2) h=2 -> (1,1,2) h=1: H-bar = 5/3
+      K=3: h = 5 every round: H-bar = 5
+    psi (gap 1, eps 1, sigma^2 0.5, n 3) = 16/3, 64/27, 48/25, so H = 5.33, 3.95, 9.6: K = 2,
+    participants w1 and w3. With the hand-made plan (w1: g0 -> s1, g1 -> PS; w3: g0 -> s1,
+    g1 -> s3; the straggler w2 uses s2 for both) K_t^{s1} = 2, K_t^{s3} = 1, the PS 1 (g1),
+    and s2 counts nothing."""
+    t = _star(3, sizes_mb=(1.0, 1.0))
+    x = {"g0": frozenset({"s1", "s2"}), "g1": frozenset({"s2", "s3"})}
+    y = {"g0": {"w1": "s1", "w2": "s2", "w3": "s1"}, "g1": {"w1": "ps", "w2": "s2", "w3": "s3"}}
+    params = goat.PsiParams(loss_gap=1.0, epsilon=1.0, sigma2=0.5)
+    k, info = goat.choose_k([1.0, 5.0, 2.0], lambda kk: goat.psi(kk, params, 3))
+    assert [info["per_K"][kk]["H_bar"] for kk in (1, 2, 3)] == pytest.approx([1.0, 5 / 3, 5.0])
+    assert k == 2
+    plan = goat.goat_async(t.topo, t.job, {"w1": 1.0, "w2": 5.0, "w3": 2.0}, plan=as_plan(t, x, y),
+                           psi_params=params)
+    a = plan.extra["async"]
+    assert a["K_t"] == 2 and a["participants"] == ["w1", "w3"]
+    assert a["K_ts"] == {"s1": 2, "s3": 1}
+    assert a["K_t_ps"] == {"g1": 1}
+    assert plan.submodel_switches == as_plan(t, x, y).submodel_switches     # placement kept
+
+
+# =============================================================================== ESA (§5.4, Eq. 1)
+
+
+def test_esa_priorities_by_hand_across_jobs() -> None:
+    """ESA Eq. 1: P_j(l) = 1/T_j x L_j/l x Comm_j/Comp_j (l the 1-based layer, L_j the number
+    of layers, T_j the remaining time). Job a: 3 layers, T = 4, Comm/Comp = 2 -> P = 1.5,
+    0.75, 0.5. Job b: 2 layers, T = 0.5, Comm/Comp = 0.25 -> P = 1.0, 0.5. The three
+    intuitions of §5.4 hold: front layers first, then within equal layers the higher
+    communication ratio and the shorter remaining time win."""
+    a = Job("a", ["h1"], ["h0"], [SubModel(f"l{i}", 1.0) for i in range(3)],
+            meta={"remaining_time": 4.0, "comm_comp_ratio": 2.0})
+    b = Job("b", ["h2"], ["h0"], [SubModel(f"l{i}", 1.0) for i in range(2)],
+            meta={"remaining_time": 0.5, "comm_comp_ratio": 0.25})
+    pr = esa_priorities([a, b])
+    assert pr["a"] == pytest.approx({"l0": 1.5, "l1": 0.75, "l2": 0.5})
+    assert pr["b"] == pytest.approx({"l0": 1.0, "l1": 0.5})
+    assert pr["a"]["l0"] > pr["b"]["l0"] > pr["a"]["l1"] > pr["a"]["l2"] == pytest.approx(pr["b"]["l1"])
+    # only the factor that changes: halving T_j doubles P; doubling Comm/Comp doubles P
+    a.meta["remaining_time"] = 2.0
+    b.meta["comm_comp_ratio"] = 0.5
+    pr2 = esa_priorities([a, b])
+    assert pr2["a"]["l2"] == pytest.approx(2 * pr["a"]["l2"])
+    assert pr2["b"]["l1"] == pytest.approx(2 * pr["b"]["l1"])
