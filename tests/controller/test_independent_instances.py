@@ -24,9 +24,11 @@ import pulp
 import pytest
 
 from controller import goat
+from controller.aro import solve_aro
 from controller.baselines import esa_priorities
 from controller.model import Job, Link, Node, Plan, SubModel, Topology
 from controller.solver import Solution
+from controller.topologies import leaf_spine
 
 MB = 1_000_000
 TOL = 1e-6
@@ -621,3 +623,118 @@ def test_esa_priorities_by_hand_across_jobs() -> None:
     pr2 = esa_priorities([a, b])
     assert pr2["a"]["l2"] == pytest.approx(2 * pr["a"]["l2"])
     assert pr2["b"]["l1"] == pytest.approx(2 * pr["b"]["l1"])
+
+
+# =============================================================================== ARO SJST (Eq. 1)
+
+
+def _leaf_of(topo: Topology, h: str) -> str:
+    (leaf,) = [l.other(h) for l in topo.links if h in (l.a, l.b)]
+    return leaf
+
+
+def _cap(topo: Topology) -> dict[tuple[str, str], float]:
+    """Directed link capacities (each direction carries the full capacity, ARO Eq. 10)."""
+    out: dict[tuple[str, str], float] = {}
+    for l in topo.links:
+        out[(l.a, l.b)] = out[(l.b, l.a)] = l.capacity_gbps
+    return out
+
+
+def aro_sjst_enumerate(topo: Topology, workers: list[str], ps: str) -> float:
+    """ARO SJST (Eq. 1, max r) on a single-pipeline leaf-spine, by enumerating every up-down
+    route: a worker under the PS's leaf goes straight to the PS; any other worker goes up to a
+    spine and down to the PS's leaf. At a programmable switch every flow of the task that
+    enters it leaves as one (Eqs. 7-8, one pipe), so the workers of a programmable leaf form
+    one flow with one spine to choose; otherwise each worker chooses its spine. r is the least
+    capacity / flow count over directed links (Eq. 10)."""
+    spines = list(topo.meta["spines"])
+    prog = {n for n, v in topo.nodes.items() if v.kind == "switch" and v.programmable}
+    cap = _cap(topo)
+    lps = _leaf_of(topo, ps)
+    by_leaf: dict[str, list[str]] = {}
+    for w in workers:
+        by_leaf.setdefault(_leaf_of(topo, w), []).append(w)
+    local = by_leaf.pop(lps, [])
+    units = [(leaf, ws) for leaf, ws in by_leaf.items() if leaf in prog]
+    units += [(leaf, [w]) for leaf, ws in by_leaf.items() if leaf not in prog for w in ws]
+    best = 0.0
+    for choice in itertools.product(spines, repeat=len(units)):
+        flows: Counter = Counter({(w, _leaf_of(topo, w)): 1 for w in workers})
+        into: Counter = Counter()
+        for (leaf, _), sp in zip(units, choice):
+            flows[(leaf, sp)] += 1
+            into[sp] += 1
+        down = 0
+        for sp, n in into.items():
+            out = 1 if sp in prog else n
+            flows[(sp, lps)] += out
+            down += out
+        total = down + len(local)
+        flows[(lps, ps)] += 1 if (lps in prog and total) else total
+        best = max(best, min(cap[e] / n for e, n in flows.items() if n))
+    return best
+
+
+def rate_of_paths(topo: Topology, paths: dict[str, list[str]]) -> float:
+    """The rate that routes allow, recomputed from the paths alone: on a directed link a flow
+    is identified by the last programmable switch it passed (or its worker); merged flows must
+    continue on one route (ARO Alg. 1)."""
+    prog = {n for n, v in topo.nodes.items() if v.kind == "switch" and v.programmable}
+    cap = _cap(topo)
+    on_link: dict[tuple[str, str], set[str]] = {}
+    next_hop: dict[tuple[str, str], str] = {}
+    for w, p in paths.items():
+        ident = w
+        for u, v in zip(p, p[1:]):
+            if u in prog:
+                ident = u
+            on_link.setdefault((u, v), set()).add(ident)
+            assert next_hop.setdefault((ident, u), v) == v, f"flow merged at {ident} splits at {u}"
+    return min(cap[e] / len(ids) for e, ids in on_link.items())
+
+
+def split_instance() -> tuple[Topology, Job]:
+    """ARO's point (§II): 4 workers under leaf2 (not an aggregator), PS under leaf1, both spines
+    aggregate, leaf2's uplinks have 10 Gb/s, all else 100. One spine for everyone: 4 flows on
+    a 10 Gb/s uplink, r = 2.5; two per spine: r = 5 (each spine sends one flow down)."""
+    topo = leaf_spine(2, 2, 5, programmable_fraction=0.0, force_programmable=("spine1", "spine2"))
+    for l in topo.links:
+        if {l.a, l.b} & {"spine1", "spine2"} and "leaf2" in (l.a, l.b):
+            l.capacity_gbps = 10.0
+    return topo, Job("a", ["h6", "h7", "h8", "h9"], ["h1"], [SubModel("g", 10.0)])
+
+
+def random_leaf_spine(seed: int) -> tuple[Topology, Job]:
+    """2-3 spines, 3 leaves of 2-3 hosts, heterogeneous links (10-100 Gb/s), one pipeline,
+    a random programmable set, 4-5 workers and a PS."""
+    rng = random.Random(seed)
+    topo = leaf_spine(rng.choice([2, 3]), 3, rng.choice([2, 3]), link_gbps_range=(10.0, 100.0),
+                      programmable_fraction=rng.choice([0.2, 0.4, 0.6]), seed=seed)
+    hosts = topo.hosts()
+    ps = rng.choice(hosts)
+    workers = rng.sample([h for h in hosts if h != ps], rng.choice([4, 5]))
+    return topo, Job("a", workers, [ps], [SubModel("g", 10.0)])
+
+
+def test_split_instance_by_hand() -> None:
+    """The enumeration gives the hand value r = 5 on ``split_instance``; ARO reaches it only
+    by splitting leaf2's workers over both spines."""
+    topo, job = split_instance()
+    assert aro_sjst_enumerate(topo, job.workers, job.ps[0]) == pytest.approx(5.0)
+    plan = solve_aro(topo, [job])
+    assert plan.objective == pytest.approx(5.0)
+    spines = Counter(p[2] for p in plan.paths["a"].values())
+    assert spines == Counter({"spine1": 2, "spine2": 2})
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_aro_sjst_matches_route_enumeration(seed: int) -> None:
+    """ARO Eq. 1 (SJST): the exact model's throughput equals the enumerated optimum over all
+    up-down routes, and the plan's own paths allow exactly that rate."""
+    topo, job = random_leaf_spine(seed)
+    best = aro_sjst_enumerate(topo, job.workers, job.ps[0])
+    plan = solve_aro(topo, [job])
+    assert plan.status == "optimal"
+    assert plan.objective == pytest.approx(best, rel=1e-6)
+    assert rate_of_paths(topo, plan.paths["a"]) == pytest.approx(best, rel=1e-6)
