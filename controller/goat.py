@@ -26,6 +26,9 @@ the PS, so ``objective="eq1"`` is the default and ``"eq4"`` is offered for fidel
 
 Modelling notes (all exact, i.e. they do not change the optimum of Eq. 1):
 * ``x_g^alpha`` costs nothing, so it is fixed to 1; the first constraint then always holds.
+* In the ILP, a sub-model larger than a switch's memory has no ``x``/``y`` there (memory forces
+  x = 0). The LP keeps them, as Alg. 1's relaxation does (x = B(s)/b(g) is feasible), so its
+  bound is the paper's; KRGS may then round such a switch into S(g), which ``repair`` undoes.
 * With Eq. 1, a worker never gains from a switch farther from it than the PS is
   (``D_w(s) > D_w(alpha)``): moving it to the PS keeps feasibility and lowers the cost, so those
   ``y`` variables are dropped.
@@ -159,10 +162,14 @@ class _Model:
 
 
 def _usable(inst: GinaInstance, c: WorkerClass, g: int, s: int, objective: Objective,
-            candidates: Candidates) -> bool:
-    """May workers of class ``c`` send sub-model ``g`` to switch ``s``?"""
+            candidates: Candidates, integer: bool) -> bool:
+    """May workers of class ``c`` send sub-model ``g`` to switch ``s``? A sub-model larger than
+    the switch's memory only fits fractionally: the ILP drops it there (x would be 0 anyway),
+    the LP keeps it (Alg. 1 relaxes x to [0, 1] under memory: x = B(s)/b(g) is allowed)."""
     d_ws, d_wa, d_sa = c.dist[s], c.dist[-1], inst.d_s_ps[c.job, s]
-    if not (math.isfinite(d_ws) and math.isfinite(d_sa)) or inst.sub_mb[g] > inst.mem_mb[s] + 1e-9:
+    if not (math.isfinite(d_ws) and math.isfinite(d_sa)):
+        return False
+    if integer and inst.sub_mb[g] > inst.mem_mb[s] + 1e-9:
         return False
     if candidates == "on_path" and d_ws + d_sa != d_wa:
         return False
@@ -191,7 +198,7 @@ def _build_model(inst: GinaInstance, objective: Objective, candidates: Candidate
             n = float(len(c.workers))
             idx: list[int] = []
             for s in range(n_s):
-                if not _usable(inst, c, g, s, objective, candidates):
+                if not _usable(inst, c, g, s, objective, candidates, integer):
                     continue
                 d_sa = inst.d_s_ps[j, s]
                 if (g, s) not in x_col:
