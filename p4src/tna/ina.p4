@@ -239,7 +239,7 @@ parser InaEgressParser(packet_in pkt, out ina_headers_t hdr, out ina_eg_metadata
                        out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
-        meta.ipv4_checksum_full = 0;
+        meta.ipv4_checksum_full = false;
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
@@ -309,7 +309,7 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
     // updated for ingress's TTL decrement alone (RFC 1624: the TTL/protocol word fell by
     // 0x0100, so the checksum rises by 0x0100 in ones' complement).
     action ipv4_checksum_full() {
-        meta.ipv4_checksum_full = 1;
+        meta.ipv4_checksum_full = true;
     }
     action ipv4_checksum_ttl() {
         hdr.ipv4.hdr_checksum = hdr.ipv4.hdr_checksum + 0x0100;
@@ -351,7 +351,7 @@ control InaEgressDeparser(packet_out pkt, inout ina_headers_t hdr, in ina_eg_met
                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Checksum() ipv4_checksum;
     apply {
-        if (meta.ipv4_checksum_full == 1) {
+        if (meta.ipv4_checksum_full) {
             hdr.ipv4.hdr_checksum = ipv4_checksum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
                 hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,

@@ -77,7 +77,7 @@ struct ina_ig_metadata_t {
 
 struct ina_eg_metadata_t {
     bit<INA_LANES> saturated;      // bit i: lane i of an aggregate sits at a saturation bound
-    bit<1>  ipv4_checksum_full;    // no IPv4 options: the deparser recomputes the checksum
+    bool    ipv4_checksum_full;    // no IPv4 options: the deparser recomputes the checksum
 }
 
 #endif
