@@ -34,7 +34,7 @@ from controller.deploy import DEFAULT_POOL, Deployment, FabricDeployment, deploy
 from controller.model import Job, Topology
 from hostlib.protocol import MAX_WORKERS
 from training.allreduce import InaJob
-from training.launch import MODES, machine, merge, read_rows, wait_workers, worker_command, write_report
+from training.launch import MODES, PNG, machine, merge, plot_jobs, read_rows, wait_workers, worker_command, write_report
 from training.train_digits import MODELS, ModelSpec
 
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale_for, place_jobs
@@ -355,11 +355,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                            timeout=args.timeout, loss=args.loss, log=tqdm.write, progress=bar.update)
     together = f"; {len(jobs)} jobs training at once" if len(jobs) > 1 else ""
     ok = True
-    overview = [f"# {len(jobs)} digits jobs at once, {topo.name}, {args.scheme}", "",
+    rows_by_job: dict[str, list[dict[str, Any]]] = {}
+    overview = [f"# {len(jobs)} digits jobs at once, {topo.name}, {args.scheme} ({machine()})", "",
                 "| job | model | INA s/iter | gloo s/iter | final loss INA | final loss gloo | max grad ratio |",
                 "|---|---|---|---|---|---|---|"]
     for k, (dep, model) in enumerate(zip(res["deployments"], models)):
         rows, ina_line = job_report(res, k, modes)
+        rows_by_job[job_name(dep)] = rows
         setup_line = (f"Machine: {machine()}. Network: {topo.name}, {len(topo.switches())} p4sim switches "
                       f"(v1model ina.p4), fastest link {args.link_mbps:g} Mb/s, {args.loss:.1%} loss per switch "
                       f"port{together}; {args.workers} workers and the PS in Mininet hosts; plan {args.scheme}, "
@@ -378,8 +380,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print((where / "summary.md").read_text())
         print(f"wrote {where / 'losses.csv'}, {where / 'summary.md'}, {where / 'training.png'}")
     if len(jobs) > 1:
+        title = f"{len(jobs)} digits jobs at once, {topo.name}, {args.scheme}"
+        plot_jobs(out / PNG, rows_by_job, title)
+        overview += ["", f"![every job's loss and time per iteration]({PNG})"]
         (out / "summary.md").write_text("\n".join(overview) + "\n")
-        print(f"wrote {out / 'summary.md'}")
+        print(f"wrote {out / 'summary.md'}, {out / PNG}")
     return 0 if ok else 1
 
 

@@ -195,6 +195,30 @@ def _plot(path: Path, rows: Sequence[Mapping[str, Any]], title: str) -> None:
     plt.close(fig)
 
 
+def plot_jobs(path: Path, rows_by_job: Mapping[str, Sequence[Mapping[str, Any]]], title: str) -> None:
+    """Several jobs trained at once: each job's loss curves (INA dashed, gloo solid, one colour
+    per job) and time per iteration, from their :func:`merge` rows."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for k, (job, rows) in enumerate(rows_by_job.items()):
+        steps = [r["step"] for r in rows]
+        for mode, style in (("gloo", "-"), ("ina", "--")):
+            if rows and f"loss_{mode}" in rows[0]:
+                label = f"{job} {mode.upper() if mode == 'ina' else mode}"
+                axes[0].plot(steps, [r[f"loss_{mode}"] for r in rows], style, color=f"C{k}", label=label)
+                axes[1].plot(steps, [r[f"seconds_{mode}"] for r in rows], style, color=f"C{k}", label=label)
+    axes[0].set(title="training loss (all digits)", xlabel="step", yscale="log")
+    axes[1].set(title="time per iteration (s)", xlabel="step")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def machine() -> str:
     """A one-line description of where this ran (CPU count, OS), for summaries."""
     try:

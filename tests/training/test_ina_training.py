@@ -190,3 +190,17 @@ def test_emulation_train_command_line_checks_jobs_and_models(capsys: pytest.Capt
             main(argv)
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err, argv
+
+
+def test_several_jobs_plot_in_one_png(tmp_path: Path) -> None:
+    """emulation.train's overview for several jobs: each job's merged rows (both modes) drawn
+    into one PNG."""
+    from training.launch import merge, plot_jobs
+
+    def ranks(loss0: float) -> list[list[dict[str, float]]]:
+        return [[{"step": i, "loss": loss0 / (i + 1), "seconds": 0.01 * (r + 1)} for i in range(4)] for r in range(2)]
+
+    rows = {f"job{k}": merge({"ina": ranks(2.0 + k), "gloo": ranks(2.0 + k)}) for k in (1, 2)}
+    assert [r["loss_diff"] for r in rows["job1"]] == [0.0] * 4
+    plot_jobs(tmp_path / "jobs.png", rows, "two jobs")
+    assert (tmp_path / "jobs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
