@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterator
@@ -43,6 +42,8 @@ import pytest
 
 from controller.inart import l_inart_split, solve_inart
 from controller.model import Job, Link, Node, Plan, SubModel, Topology, task_key
+
+from .hops import hop_distances
 
 TOL = 1e-6
 BIG = 100.0                      # link capacity that never binds
@@ -101,16 +102,7 @@ class Inst:
 
 def _dist(inst: Inst, src: str) -> dict[str, int]:
     """BFS hop distances from ``src``; hosts other than ``src`` are never expanded."""
-    adj, d, q = inst.adj(), {src: 0}, deque([src])
-    while q:
-        u = q.popleft()
-        if u != src and u in inst.hosts:
-            continue
-        for v in adj[u]:
-            if v not in d:
-                d[v] = d[u] + 1
-                q.append(v)
-    return d
+    return hop_distances(inst.adj(), src, lambda n: n in inst.hosts)
 
 
 def shortest_routes(inst: Inst, a: str, b: str) -> list[Path]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +29,8 @@ from controller.baselines import esa_priorities
 from controller.model import Job, Link, Node, Plan, SubModel, Topology
 from controller.solver import Solution
 from controller.topologies import leaf_spine
+
+from .hops import hop_distances
 
 MB = 1_000_000
 TOL = 1e-6
@@ -86,16 +88,7 @@ def _bfs(topo: Topology, src: str) -> dict[str, int]:
     for l in topo.links:
         adj[l.a].append(l.b)
         adj[l.b].append(l.a)
-    dist, q = {src: 0}, deque([src])
-    while q:
-        u = q.popleft()
-        if u != src and topo.nodes[u].kind == "host":
-            continue
-        for v in adj[u]:
-            if v not in dist:
-                dist[v] = dist[u] + 1
-                q.append(v)
-    return dist
+    return hop_distances(adj, src, lambda n: topo.nodes[n].kind == "host")
 
 
 def random_tiny(seed: int) -> Tiny:
