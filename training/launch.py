@@ -169,54 +169,57 @@ def write_report(out: Path, rows: Sequence[Mapping[str, Any]], *, title: str, se
     return s
 
 
-def _plot(path: Path, rows: Sequence[Mapping[str, Any]], title: str) -> None:
+def _draw_modes(loss_ax: Any, time_ax: Any, rows: Sequence[Mapping[str, Any]], *, job: str = "",
+                color: str | None = None) -> None:
+    """Each mode's loss and time per iteration (gloo solid, INA dashed) from :func:`merge` rows."""
+    steps = [r["step"] for r in rows]
+    for mode, style in (("gloo", "-"), ("ina", "--")):
+        if rows and f"loss_{mode}" in rows[0]:
+            label = f"{job} {'INA' if mode == 'ina' else mode}".strip()
+            loss_ax.plot(steps, [r[f"loss_{mode}"] for r in rows], style, color=color, label=label)
+            time_ax.plot(steps, [r[f"seconds_{mode}"] for r in rows], style, color=color, label=label)
+    loss_ax.set(title="training loss (all digits)", xlabel="step", yscale="log")
+    time_ax.set(title="time per iteration (s)", xlabel="step")
+
+
+def _save(fig: Any, path: Path, title: str) -> None:
+    import matplotlib.pyplot as plt
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _pyplot() -> Any:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    steps = [r["step"] for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
-    for mode, style in (("gloo", "-"), ("ina", "--")):
-        if f"loss_{mode}" in rows[0]:
-            axes[0].plot(steps, [r[f"loss_{mode}"] for r in rows], style, label=f"{mode.upper() if mode == 'ina' else mode}")
-            axes[2].plot(steps, [r[f"seconds_{mode}"] for r in rows], style, label=mode)
-    axes[0].set(title="training loss (all digits)", xlabel="step", yscale="log")
-    axes[0].legend()
+    return plt
+
+
+def _plot(path: Path, rows: Sequence[Mapping[str, Any]], title: str) -> None:
+    fig, axes = _pyplot().subplots(1, 3, figsize=(14, 3.8))
+    _draw_modes(axes[0], axes[2], rows)
     if "loss_diff" in rows[0]:
         # in float32 spacings of the loss: the curves differ by whole rounding steps, if at all
-        axes[1].plot(steps, [r["loss_diff_ulps"] for r in rows], ".", color="C2", markersize=3)
+        axes[1].plot([r["step"] for r in rows], [r["loss_diff_ulps"] for r in rows], ".", color="C2", markersize=3)
         axes[1].set(title="|loss INA − loss gloo| in float32 ulps of the loss", xlabel="step")
     else:
         axes[1].set_visible(False)
-    axes[2].set(title="time per iteration (s)", xlabel="step")
-    axes[2].legend()
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    for ax in (axes[0], axes[2]):
+        ax.legend()
+    _save(fig, path, title)
 
 
 def plot_jobs(path: Path, rows_by_job: Mapping[str, Sequence[Mapping[str, Any]]], title: str) -> None:
-    """Several jobs trained at once: each job's loss curves (INA dashed, gloo solid, one colour
-    per job) and time per iteration, from their :func:`merge` rows."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    """Several jobs trained at once: each job's loss curves and time per iteration (one colour
+    per job), from their :func:`merge` rows."""
+    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 3.8))
     for k, (job, rows) in enumerate(rows_by_job.items()):
-        steps = [r["step"] for r in rows]
-        for mode, style in (("gloo", "-"), ("ina", "--")):
-            if rows and f"loss_{mode}" in rows[0]:
-                label = f"{job} {mode.upper() if mode == 'ina' else mode}"
-                axes[0].plot(steps, [r[f"loss_{mode}"] for r in rows], style, color=f"C{k}", label=label)
-                axes[1].plot(steps, [r[f"seconds_{mode}"] for r in rows], style, color=f"C{k}", label=label)
-    axes[0].set(title="training loss (all digits)", xlabel="step", yscale="log")
-    axes[1].set(title="time per iteration (s)", xlabel="step")
+        _draw_modes(axes[0], axes[1], rows, job=job, color=f"C{k}")
     for ax in axes:
         ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, title)
 
 
 def machine() -> str:

@@ -122,8 +122,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
              meta.pool_size);
         lane_base = meta.agg_index * INA_LANES;
         overflow = 0;
-        packet_overflow = 0;
-        if ((hdr.ina.flags & INA_FLAG_OVERFLOW) != 0) { packet_overflow = 1; }
+        packet_overflow = hdr.ina.flags[5:5];     // INA_FLAG_OVERFLOW
         bit<80> key = hdr.ina.job_id ++ meta.agg_node ++ hdr.ina.submodel_id ++ hdr.ina.fragment_id;
         bit<80> owner;
         agg_owner.read(owner, meta.agg_index);
