@@ -13,6 +13,7 @@ commands:
   serve-many CONFIG.json | --switch 'PROGRAM.p4 SERVE-ARGS...' ...   several switches, one process
   bfrt-json PROGRAM.p4 [-I DIR]... [-o FILE] [--fixed]         a TNA program's bf-rt.json
   compile PROGRAM.p4 [--arch ...] [-I DIR]...                 check a program, print the generated Python
+  cache [--clear]                                             the C backend's build cache: show or empty it
 
   stf, compile and serve take --backend {auto,python,c} (default $P4SIM_BACKEND, else auto):
   run the program in Python, compiled to C, or in C when it is fully supported (auto)
@@ -95,6 +96,34 @@ def _bfrt_json_main(argv: list[str]) -> int:
     return 0
 
 
+def _cache_main(argv: list[str]) -> int:
+    import argparse
+
+    from .errors import CompileError
+    from .runtime.native import cache_dir, cache_entries, cache_limit_bytes, prune_cache
+    ap = argparse.ArgumentParser(
+        prog="python -m p4sim cache",
+        description="Show the C backend's build cache ($P4SIM_CACHE_DIR, default ~/.cache/p4sim): "
+                    "one shared library per distinct program, the least recently used removed "
+                    "beyond $P4SIM_CACHE_MAX_MB (default 512).")
+    ap.add_argument("--clear", action="store_true", help="remove every cached build")
+    args = ap.parse_args(argv)
+    try:
+        limit = cache_limit_bytes()
+    except CompileError as e:
+        print(f"p4sim cache: error: {e}", file=sys.stderr)
+        return 2
+    if args.clear:
+        removed = prune_cache(0)
+        print(f"{cache_dir()}: removed {len(removed)} build(s)")
+        return 0
+    entries = cache_entries()
+    total = sum(size for _, size, _ in entries)
+    print(f"{cache_dir()}: {len(entries)} build(s), {total / 2**20:.1f} MB "
+          f"(bound {limit / 2**20:.0f} MB)")
+    return 0
+
+
 def _take_backend_option(args: list[str]) -> list[str]:
     """Remove ``--backend X`` / ``--backend=X`` from ``args`` and export it as
     ``$P4SIM_BACKEND``."""
@@ -152,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return _compile_main(rest)
     if cmd == "bfrt-json":
         return _bfrt_json_main(rest)
+    if cmd == "cache":
+        return _cache_main(rest)
     print(f"p4sim: unknown command '{cmd}'\n\n{USAGE}", file=sys.stderr)
     return 2
 

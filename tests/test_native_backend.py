@@ -316,6 +316,58 @@ def test_shared_library_is_cached_by_source(tmp_path: Path, monkeypatch: pytest.
 
 
 @needs_cc
+def test_the_same_program_from_another_directory_reuses_the_build(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline pushed over P4Runtime is written to a fresh temporary directory each time:
+    its C build must be found in the cache, not compiled again."""
+    monkeypatch.setenv("P4SIM_CACHE_DIR", str(tmp_path / "cache"))
+    text = (BENCH / "registers64.p4").read_text()
+    builds = []
+    for where in ("first", "second/deeper"):
+        path = tmp_path / where / "pushed.p4"
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+        builds.append(native.load_native(load_program(str(path))).build)
+    assert builds[0].path == builds[1].path
+    assert builds[1].warnings == ""                       # "" means: taken from the cache
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [builds[0].path.name]
+
+
+def test_cache_keeps_the_most_recently_used_builds_within_its_bound(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for i, name in enumerate(["old", "mid", "new"]):
+        f = cache / f"p4sim-{name}.so"
+        f.write_bytes(b"x" * 1000)
+        os.utime(f, (1000 + i, 1000 + i))
+    (cache / "unrelated.txt").write_text("not ours")
+    removed = native.prune_cache(2500, directory=cache)
+    assert [p.name for p in removed] == ["p4sim-old.so"]
+    assert sorted(p.name for p in cache.iterdir()) == ["p4sim-mid.so", "p4sim-new.so", "unrelated.txt"]
+    # the build in use stays even when it alone exceeds the bound
+    native.prune_cache(0, keep=cache / "p4sim-mid.so", directory=cache)
+    assert sorted(p.name for p in cache.iterdir()) == ["p4sim-mid.so", "unrelated.txt"]
+
+
+def test_cache_command_shows_and_clears_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from p4sim.__main__ import main
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "p4sim-a.so").write_bytes(b"x" * 2**20)
+    monkeypatch.setenv("P4SIM_CACHE_DIR", str(cache))
+    monkeypatch.setenv("P4SIM_CACHE_MAX_MB", "64")
+    assert main(["cache"]) == 0
+    assert capsys.readouterr().out.strip() == f"{cache}: 1 build(s), 1.0 MB (bound 64 MB)"
+    assert main(["cache", "--clear"]) == 0
+    assert capsys.readouterr().out.strip() == f"{cache}: removed 1 build(s)"
+    assert list(cache.iterdir()) == []
+    monkeypatch.setenv("P4SIM_CACHE_MAX_MB", "lots")
+    assert main(["cache"]) == 2
+    assert "P4SIM_CACHE_MAX_MB='lots' is not a number of megabytes" in capsys.readouterr().err
+
+
+@needs_cc
 def test_unsupported_construct_is_named_with_its_position(tmp_path: Path) -> None:
     src = (ROOT / "tests" / "p4misc" / "legacy_externs.p4")
     prog = load_program(str(src))

@@ -2,8 +2,10 @@
 
 ``load_native(program)`` generates C (p4sim/backend/cgen.py), compiles it with the system C
 compiler into a shared library cached under ``$P4SIM_CACHE_DIR`` (default
-``~/.cache/p4sim``) keyed by the SHA-256 of the source, the flags and the compiler's identity,
-and loads it with ctypes. :class:`NativePipeline` has V1ModelPipeline's
+``~/.cache/p4sim``) keyed by the SHA-256 of the generated C, the flags and the compiler's
+identity (never by where the P4 file lies: a pipeline pushed into a fresh temporary directory
+reuses the build), and loads it with ctypes. The cache keeps the most recently used builds
+within ``$P4SIM_CACHE_MAX_MB`` (default 512); ``python -m p4sim cache`` shows or clears it. :class:`NativePipeline` has V1ModelPipeline's
 ``process(port, data)`` contract; one C call per unicast or dropped packet.
 
 Control-plane state stays in the Python objects: register cells live in C arrays that the
@@ -64,8 +66,55 @@ def resolve_backend(requested: str | None) -> tuple[str, bool]:
     return choice, explicit
 
 
+CACHE_MAX_MB = 512              # default bound of the build cache (``$P4SIM_CACHE_MAX_MB``)
+_CACHE_GLOB = "p4sim-*.so"
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("P4SIM_CACHE_DIR") or Path.home() / ".cache" / "p4sim")
+
+
+def cache_limit_bytes() -> int:
+    raw = os.environ.get("P4SIM_CACHE_MAX_MB")
+    try:
+        mb = float(raw) if raw else CACHE_MAX_MB
+    except ValueError:
+        raise CompileError(f"P4SIM_CACHE_MAX_MB={raw!r} is not a number of megabytes") from None
+    return max(0, int(mb * 2**20))
+
+
+def cache_entries(directory: Path | None = None) -> list[tuple[Path, int, float]]:
+    """The cached builds as (path, bytes, last use), most recently used first."""
+    out = []
+    for path in (directory or cache_dir()).glob(_CACHE_GLOB):
+        try:
+            st = path.stat()
+        except OSError:         # removed by a concurrent prune
+            continue
+        out.append((path, st.st_size, st.st_mtime))
+    out.sort(key=lambda e: e[2], reverse=True)
+    return out
+
+
+def prune_cache(limit_bytes: int | None = None, keep: Path | None = None,
+                directory: Path | None = None) -> list[Path]:
+    """Remove the least recently used builds until the cache fits ``limit_bytes`` (default:
+    ``cache_limit_bytes()``); ``keep`` (the build just made or used) is never removed, and a
+    0 limit removes everything else. A library still mapped by a running process stays valid
+    after its file is unlinked. Returns the removed paths."""
+    limit = cache_limit_bytes() if limit_bytes is None else limit_bytes
+    total = 0
+    removed = []
+    for path, size, _ in cache_entries(directory):
+        if path == keep or total + size <= limit:
+            total += size
+            continue
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _compiler() -> tuple[str, str]:
@@ -94,6 +143,10 @@ def build_shared_library(source: str, origin: str | None = None) -> BuildResult:
     out_dir = cache_dir()
     target = out_dir / f"p4sim-{key[:32]}.so"
     if target.exists():
+        try:
+            os.utime(target)        # its last use, for the cache's least-recently-used bound
+        except OSError:
+            pass                    # a read-only cache still serves its builds
         return BuildResult(target, "")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +161,7 @@ def build_shared_library(source: str, origin: str | None = None) -> BuildResult:
                 raise NativeUnavailable(f"C compiler failed on the generated code: {first.strip()}",
                                         origin)
             os.replace(so_tmp, target)     # atomic: concurrent builders race harmlessly
+        prune_cache(keep=target, directory=out_dir)
     except OSError as e:
         raise NativeUnavailable(f"cannot build in {out_dir}: {e.strerror or e}", origin) from None
     except subprocess.TimeoutExpired:
