@@ -149,7 +149,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--pool", type=int, default=TESTBED_POOL,
                        help="aggregators per switch, a power of two no larger than the program's "
                             f"registers (default {TESTBED_POOL})")
-        p.add_argument("--timeout", type=float, default=10.0, help="seconds per control request")
+        p.add_argument("--timeout", type=float, default=None,
+                       help="seconds for a small control request (default 30; a pipeline push and "
+                            "large reads get longer; $INA_DEADLINE_SCALE multiplies every deadline)")
         return p
     dep = fleet("deploy", "configure ports and install a plan on every switch of a testbed, "
                 "writing only what differs (idempotent; restores a restarted switch)", True)

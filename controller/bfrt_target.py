@@ -34,11 +34,13 @@ from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef,
 import grpc  # noqa: E402
 from google.rpc import code_pb2, status_pb2  # noqa: E402
 
+from .deadlines import Deadlines  # noqa: E402
 from .grpc_stream import StreamChannel  # noqa: E402
 
 _MATCH_KIND = {"Exact": "exact", "Ternary": "ternary", "LPM": "lpm", "Range": "range",
                "Optional": "optional"}
 ALL_PIPES = 0xFFFF
+PIPES = 4              # a Tofino 1 Wedge100BF-32X has four pipes: a register read answers per pipe
 
 
 class BfRtTargetError(ControlPlaneError):
@@ -75,15 +77,17 @@ class BfRtTarget:
 
     def __init__(self, address: str, *, device_id: int = 0, client_id: int = 1,
                  p4_name: str | None = None, push_program: Any = None,
-                 bfrt_json: dict[str, Any] | None = None, timeout: float = 10.0,
-                 batch_size: int = 1000, atomic: bool = True) -> None:
+                 bfrt_json: dict[str, Any] | None = None, timeout: float | None = None,
+                 deadlines: Deadlines | None = None, batch_size: int = 1000, atomic: bool = True) -> None:
         """``push_program``: a p4sim Program to load with SetForwardingPipelineConfig (p4sim
         servers only: its source travels as the profile binary; ``bfrt_json`` overrides the
-        bf-rt.json sent with it)."""
+        bf-rt.json sent with it). ``timeout``: seconds for a small request (default 30;
+        ``deadlines`` sets every kind: a program load, batches and large reads get longer)."""
         self.address = address
         self.device_id = device_id
         self.client_id = client_id
-        self.timeout = timeout
+        self.deadlines = deadlines or Deadlines.for_request_timeout(timeout)
+        self.timeout = self.deadlines.request
         self.batch_size = batch_size
         self.atomicity = pb.WriteRequest.ROLLBACK_ON_ERROR if atomic else pb.WriteRequest.CONTINUE_ON_ERROR
         self.channel = grpc.insecure_channel(address, options=[
@@ -133,7 +137,7 @@ class BfRtTarget:
     def _set(self, action: int, configs: list[Any], what: str) -> None:
         req = pb.SetForwardingPipelineConfigRequest(device_id=self.device_id, client_id=self.client_id,
                                                     action=action, config=configs)
-        self._call(self.stub.SetForwardingPipelineConfig, req, what)
+        self._call(self.stub.SetForwardingPipelineConfig, req, what, self.deadlines.pipeline)
 
     def _load_info(self, p4_name: str | None) -> None:
         resp = self._call(self.stub.GetForwardingPipelineConfig,
@@ -155,9 +159,9 @@ class BfRtTarget:
         self.bfrt = BfRtInfo(docs)
         self.info: ProgramInfo = program_info_from_bfrt(self.bfrt)
 
-    def _call(self, rpc: Any, req: Any, what: str) -> Any:
+    def _call(self, rpc: Any, req: Any, what: str, deadline: float | None = None) -> Any:
         try:
-            return rpc(req, timeout=self.timeout)
+            return rpc(req, timeout=self.timeout if deadline is None else deadline)
         except grpc.RpcError as e:
             raise BfRtTargetError(f"{self.address}: {what}: {_reason(e)}") from None
 
@@ -202,7 +206,7 @@ class BfRtTarget:
             req.target.device_id = self.device_id
             req.target.pipe_id = ALL_PIPES
             try:
-                self.stub.Write(req, timeout=self.timeout)
+                self.stub.Write(req, timeout=self.deadlines.write(len(chunk)))
             except grpc.RpcError as e:
                 raise BfRtTargetError(f"{self.address}: {_write_reason(e, [w for _, w in chunk])}") from None
 
@@ -300,8 +304,11 @@ class BfRtTarget:
         req.target.pipe_id = ALL_PIPES
         te.table_flags.from_hw = True
         req.entities.add(table_entry=te)
+        # a wildcard read (no key) may return the whole table, in every pipe
+        entries = 1 if te.key.fields else max(1, spec.size) * PIPES
         try:
-            return [e.table_entry for resp in self.stub.Read(req, timeout=self.timeout) for e in resp.entities]
+            return [e.table_entry for resp in self.stub.Read(req, timeout=self.deadlines.read(entries))
+                    for e in resp.entities]
         except grpc.RpcError as e:
             raise BfRtTargetError(f"{self.address}: {what}: {_reason(e)}") from None
 

@@ -43,7 +43,7 @@ def plan_ops(testbed: Testbed, jobs: list[Job], plan: Plan, *,
 
 
 @contextlib.contextmanager
-def connect(sw: SwitchConfig, *, timeout: float = 10.0) -> Iterator[Any]:
+def connect(sw: SwitchConfig, *, timeout: float | None = None) -> Iterator[Any]:
     """A control session with one switch (closed on exit)."""
     if sw.arch == "tna":
         from .bfrt_target import BfRtTarget
@@ -103,7 +103,7 @@ class SwitchReport:
 
 
 def sync_testbed(testbed: Testbed, ops: Mapping[str, list[TableOp]] | None, *,
-                 dry_run: bool = False, timeout: float = 10.0) -> list[SwitchReport]:
+                 dry_run: bool = False, timeout: float | None = None) -> list[SwitchReport]:
     """Configure ports and bring every switch to ``ops`` (None: only report what is there).
     ``dry_run``: compare and report, write nothing. A switch that cannot be reached or refuses
     a write is reported; the others are still done."""

@@ -25,6 +25,7 @@ from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4runtime_pb2 as pb  # noqa: E402
 from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
 
+from .deadlines import Deadlines  # noqa: E402
 from .grpc_stream import StreamChannel  # noqa: E402
 
 
@@ -36,11 +37,14 @@ class P4RuntimeTarget:
     def __init__(self, address: str, program: Program, *, device_id: int = 1,
                  election_id: tuple[int, int] = (0, 1), push_pipeline: bool = False,
                  device_config: bytes | None = None, p4info: p4info_pb2.P4Info | None = None,
-                 timeout: float = 5.0) -> None:
+                 timeout: float | None = None, deadlines: Deadlines | None = None) -> None:
+        """``timeout``: seconds for a small request (default 30; ``deadlines`` sets every kind:
+        a pipeline push and large reads get longer, see controller.deadlines)."""
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
-        self.timeout = timeout
+        self.deadlines = deadlines or Deadlines.for_request_timeout(timeout)
+        self.timeout = self.deadlines.request
         self.info: ProgramInfo = program.info
         # p4c's own P4Info goes with p4c's device config (bmv2); otherwise p4sim's, same ids
         self.p4info = p4info if p4info is not None else build_p4info(program.info)
@@ -76,11 +80,12 @@ class P4RuntimeTarget:
         req.election_id.high, req.election_id.low = self.election_id
         req.config.p4info.CopyFrom(self.p4info)
         req.config.p4_device_config = device_config
-        self._call(self.stub.SetForwardingPipelineConfig, req, "SetForwardingPipelineConfig")
+        self._call(self.stub.SetForwardingPipelineConfig, req, "SetForwardingPipelineConfig",
+                   self.deadlines.pipeline)
 
-    def _call(self, rpc: Any, req: Any, what: str) -> Any:
+    def _call(self, rpc: Any, req: Any, what: str, deadline: float | None = None) -> Any:
         try:
-            return rpc(req, timeout=self.timeout)
+            return rpc(req, timeout=self.timeout if deadline is None else deadline)
         except grpc.RpcError as e:
             reason = _update_errors(e) or f"{e.code().name}: {e.details()}"
             raise P4RuntimeTargetError(f"{self.address}: {what}: {reason}") from None
@@ -129,11 +134,13 @@ class P4RuntimeTarget:
         te.match.extend(match_to_proto(meta, match))
         self._write(pb.Update.DELETE, pb.Entity(table_entry=te), f"delete from {table}")
 
-    def _read(self, entity: pb.Entity, what: str) -> list[pb.Entity]:
+    def _read(self, entity: pb.Entity, what: str, entries: int = 1) -> list[pb.Entity]:
+        """``entries``: how many entries the answer may hold (its deadline grows with them)."""
         req = pb.ReadRequest(device_id=self.device_id)
         req.entities.append(entity)
         try:
-            return [e for resp in self.stub.Read(req, timeout=self.timeout) for e in resp.entities]
+            return [e for resp in self.stub.Read(req, timeout=self.deadlines.read(entries))
+                    for e in resp.entities]
         except grpc.RpcError as e:
             raise P4RuntimeTargetError(f"{self.address}: {what}: {e.code().name}: {e.details()}") from None
 
@@ -141,7 +148,8 @@ class P4RuntimeTarget:
         """The entries of a table as the switch holds them (const entries included)."""
         meta = self._table(table)
         out = []
-        for e in self._read(pb.Entity(table_entry=pb.TableEntry(table_id=meta.id)), f"read {table}"):
+        entity = pb.Entity(table_entry=pb.TableEntry(table_id=meta.id))
+        for e in self._read(entity, f"read {table}", max(1, meta.info.size)):
             te = e.table_entry
             call = table_action_from_proto(self.index, meta, te.action, default=False)
             out.append(TableEntry(match_from_proto(meta, te.match), call, te.priority,

@@ -165,7 +165,7 @@ class Client:
 
     def _call(self, method, request):
         try:
-            return method(request, timeout=10)
+            return method(request, timeout=60)
         except grpc.RpcError as e:
             raise RpcFailure(e) from None
 
@@ -190,7 +190,7 @@ class Client:
     def read(self, *entities: pb.Entity) -> list[pb.Entity]:
         req = pb.ReadRequest(device_id=self.device_id, entities=entities)
         try:
-            return [e for resp in self.stub.Read(req, timeout=10) for e in resp.entities]
+            return [e for resp in self.stub.Read(req, timeout=60) for e in resp.entities]
         except grpc.RpcError as e:
             raise RpcFailure(e) from None
 
