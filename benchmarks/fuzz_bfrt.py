@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fuzz_ina import (Report, _rand_bytes, _rand_id, _width_bytes, call,  # noqa: E402
+from benchmarks.fuzz_ina import (Report, _rand_bytes, _rand_id, _width_bytes, patient_call,  # noqa: E402
                                   drive_requests, make_switch)
 
 # PERMISSION_DENIED: a write to a table with const entries (the TNA program's register tables)
@@ -146,15 +146,15 @@ def check_alive(fx: BfRtFixture) -> str | None:
         return f"valid insert/read/delete failed: {type(e).__name__}: {e}"
 
 
-def fuzz_bfrt(requests: int, seed: int, seconds: float | None = None, timeout: float = 5.0,
+def fuzz_bfrt(requests: int, seed: int, seconds: float | None = None, timeout: float = 10.0,
               first: int = 0) -> Report:
     rep = Report("tna BfRuntime requests")
     fx = BfRtFixture()
 
     def exchange(i: int) -> tuple[str, Any, str, list[str], str]:
         kind, req = make_request(seed, i, fx)
-        code, inner = call(fx, kind, req, timeout)
-        return kind, req, code, inner, ""
+        code, inner, note = patient_call(fx, kind, req, timeout)
+        return kind, req, code, inner, note
 
     try:
         # in a refused all-or-nothing batch the updates not at fault are ABORTED

@@ -50,7 +50,7 @@ def test_recv_and_send_batches_on_a_veth(veth_topology, tmp_path: Path) -> None:
             sent.append(f)
             s1.send(f)
         got: list[bytes] = []
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60     # generous: a slow or busy machine is not a failure
         while len(got) < 150 and time.monotonic() < deadline:
             batch = port.recv_batch()
             assert len(batch) <= 64
