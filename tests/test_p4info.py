@@ -274,19 +274,6 @@ def test_formats_round_trip(fmt):
 
 # ---------------------------------------------------------------------- command line
 
-def _compiler_available() -> bool:
-    try:
-        from p4sim import load_program  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_compiler = pytest.mark.skipif(not _compiler_available(),
-                                    reason="p4sim.load_program is not available yet")
-
-
-@needs_compiler
 @pytest.mark.parametrize("fmt", ["text", "binary", "json"])
 def test_main_writes_the_p4info(tmp_path, fmt):
     out = tmp_path / f"p4info.{fmt}"
@@ -302,7 +289,6 @@ def test_main_writes_the_p4info(tmp_path, fmt):
     assert [c.preamble.name for c in p.counters] == ["MyIngress.port_counter"]
 
 
-@needs_compiler
 def test_main_direct_counter_and_meter(tmp_path):
     out = tmp_path / "p4info.bin"
     program = PROGRAM.parent / "counters_meters.p4"
@@ -317,7 +303,6 @@ def test_main_direct_counter_and_meter(tmp_path):
     assert meter.preamble.id == p4c_id(0x14, "MyIngress.port_meter") and meter.size == 4
 
 
-@needs_compiler
 def test_main_reports_load_errors(tmp_path, capsys):
     bad = tmp_path / "bad.p4"
     bad.write_text("this is not P4 {\n")
@@ -326,9 +311,6 @@ def test_main_reports_load_errors(tmp_path, capsys):
     assert main([str(tmp_path / "missing.p4")]) == 2
 
 
-@needs_compiler
-@pytest.mark.skipif(not (ROOT / "p4sim" / "__main__.py").exists(),
-                    reason="python -m p4sim is not available yet")
 def test_module_command_line(tmp_path):
     out = tmp_path / "p4info.txt"
     proc = subprocess.run([sys.executable, "-m", "p4sim", "p4info", str(PROGRAM), "-o", str(out)],

@@ -15,15 +15,11 @@ import pytest
 
 import p4sim.p4runtime  # noqa: F401  (protobuf backend first)
 
-try:
-    from p4sim import Switch, load_program
-except ImportError:  # the compiler is developed separately
-    pytest.skip("p4sim.load_program is not available yet", allow_module_level=True)
-
 import grpc  # noqa: E402
 from p4.v1 import p4runtime_pb2 as pb  # noqa: E402
 from p4rt.client import Client, RpcFailure, entity  # noqa: E402
 
+from p4sim import Switch, load_program  # noqa: E402
 from p4sim.p4info import map_value  # noqa: E402
 from p4sim.p4runtime import P4RuntimeServer  # noqa: E402
 

@@ -322,18 +322,7 @@ def test_serve_bad_arguments(args: list[str], message: str) -> None:
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
-def _compiler_ready() -> str | None:
-    try:
-        from p4sim import Switch, load_program  # noqa: F401
-    except ImportError as e:
-        return f"p4sim compiler not available yet: {e}"
-    return None
-
-
 def test_serve_bad_program(tmp_path: Path) -> None:
-    reason = _compiler_ready()
-    if reason:
-        pytest.skip(reason)
     bad = tmp_path / "bad.p4"
     bad.write_text("this is not P4;\n")
     argv = serve_command(bad, [(1, "lo")])
@@ -354,9 +343,6 @@ H1_MAC, H2_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
 
 @pytest.fixture
 def two_hosts(veth_topology):  # type: ignore[no-untyped-def]
-    reason = _compiler_ready()
-    if reason:
-        pytest.skip(reason)
     topo = veth_topology()
     topo.add_host("h1", mac=H1_MAC)
     topo.add_host("h2", mac=H2_MAC)

@@ -26,18 +26,12 @@ MB = 0.01
 
 def _run_emulated(topo, jobs, specs, scheme: str, tmp_path: Path, *, loss: float, rto_max: float,
                   timeout: float, **kw):
-    """emulation.run's run_scheme on a fresh Mininet net (window 4, pool 64); skipped when
-    Mininet cannot create the network here."""
+    """emulation.run's run_scheme on a fresh Mininet net (window 4, pool 64)."""
     from emulation.run import run_scheme
 
-    try:
-        return run_scheme(topo, jobs, specs, scheme, loss=loss, workdir=tmp_path, bw_scale=5000, window=4,
-                          seed=2, timeout=timeout, pool=64, rto={"initial": 0.3, "minimum": 0.1, "maximum": rto_max},
-                          **kw)
-    except RuntimeError as e:
-        if "Error creating interface" in str(e):
-            pytest.skip(f"Mininet cannot build a network: {e}")
-        raise
+    return run_scheme(topo, jobs, specs, scheme, loss=loss, workdir=tmp_path, bw_scale=5000, window=4,
+                      seed=2, timeout=timeout, pool=64, rto={"initial": 0.3, "minimum": 0.1, "maximum": rto_max},
+                      **kw)
 
 
 @pytest.fixture
