@@ -15,6 +15,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.machine import describe  # noqa: E402
 from controller.ina_tables import InaTables  # noqa: E402
 from hostlib.protocol import InaHeader, build_frame  # noqa: E402
 from p4sim import Switch, load_program  # noqa: E402
@@ -51,6 +52,7 @@ def bench(arch: str, lanes: int, fragments: int, backend: str = "python") -> tup
 
 
 def main() -> None:
+    print(describe())
     for arch, lanes, n in (("v1model", 64, 1500), ("tna", 16, 1500)):
         pps, gbps = bench(arch, lanes, n)
         line = (f"{arch:8s} INA (K={lanes:2d}, 8 workers): python {pps:,.0f} packets/s in, "

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from pathlib import Path
 
-from p4sim import Switch, load_program
-from p4sim.errors import CompileError
-from p4sim.runtime.model import ActionCall, Exact, Lpm, TableEntry
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.machine import describe  # noqa: E402
+from p4sim import Switch, load_program  # noqa: E402
+from p4sim.errors import CompileError  # noqa: E402
+from p4sim.runtime.model import ActionCall, Exact, Lpm, TableEntry  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -83,6 +87,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=50000, help="packets per benchmark (Python backend; "
                                                         "the C backend runs 4x as many)")
     args = ap.parse_args()
+    print(describe())
     side_by_side("l3_router (3 tables, 10k LPM prefixes)", bench_l3, args.n)
     side_by_side("registers64 (64 register RMW/packet)  ", bench_registers, args.n // 5)
 

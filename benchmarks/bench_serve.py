@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.machine import describe  # noqa: E402
 from p4sim.ports import Port  # noqa: E402
 
 PROGRAM = HERE / "p4" / "registers64.p4"
@@ -228,6 +229,7 @@ def main() -> int:
         print("bench_serve: needs root (namespaces, raw sockets)", file=sys.stderr)
         return 2
     rates = [float(r) for r in args.rates.split(",")]
+    print(describe())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     with Topo() as topo:
         proc = start_bmv2(topo) if args.bmv2 else start_switch(topo, args.serve_args, args.per_frame_io)

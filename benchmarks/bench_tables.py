@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
 
-from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, Exact, KeyField,
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.machine import describe  # noqa: E402
+from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, Exact, KeyField,  # noqa: E402
                                  Lpm, TableEntry, TableInfo, Ternary)
-from p4sim.runtime.tables import Table
+from p4sim.runtime.tables import Table  # noqa: E402
 
 ACTIONS = {"NoAction": ActionInfo("NoAction", []),
            "fwd": ActionInfo("fwd", [ActionParam("port", 9)])}
@@ -97,6 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=1.0)
     args = ap.parse_args()
+    print(describe())
     rng = random.Random(2024)
     for name, build in (("exact  (10k entries)", exact_table), ("lpm    (10k prefixes)", lpm_table),
                         ("ternary (1k entries)", ternary_table)):
