@@ -281,13 +281,23 @@ class UdpTransport:
     With ``mmsg`` (default: where available, i.e. Linux) the batches go through
     sendmmsg/recvmmsg (:class:`MmsgSocket`), else one sendto/recvfrom per datagram; both carry
     the same bytes.
+
+    :func:`run_udp` drives a Worker or ParameterServer on this socket with hostlib.native's C
+    loop where it can (``native``: None = where available, False = never, True = required). A
+    subclass that overrides the I/O methods gets the C loop only if it keeps ``counts`` (a dict
+    of ``tx_packets``, ``tx_bytes``, ``rx_packets``, ``rx_bytes``: frames and frame bytes, as
+    emulation.agents.CountingTransport), which the C loop then keeps up to date; other
+    overrides keep seeing every frame through the Python loop.
     """
 
     MMSG_MIN = 4          # fewer frames go out one sendto each: cheaper than laying out a batch
 
     def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
-                 batch: int = 256, buffer_bytes: int = 4 << 20, mmsg: bool | None = None) -> None:
+                 batch: int = 256, buffer_bytes: int = 4 << 20, mmsg: bool | None = None,
+                 native: bool | None = None) -> None:
         self.ip, self.port, self.lanes, self.dst_port, self.batch = ip, port, lanes, dst_port, batch
+        # run_udp's C loops (hostlib.native) for this socket: None = where available, False = never
+        self.native = native
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             try:
@@ -445,6 +455,29 @@ def _batched_io(transport: Any) -> tuple[Callable[[float], list[bytes]], Callabl
     return recv_many, send_many
 
 
+_IO_METHODS = ("send", "recv", "send_many", "recv_many", "_frame", "_drain")
+
+
+def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.monotonic) -> bool:
+    """Whether :func:`run_udp` runs ``agent`` on ``transport`` with hostlib.native's C loop: a
+    Worker or ParameterServer (not a subclass, not a WorkerGroup) on a UdpTransport with
+    sendmmsg/recvmmsg, the real monotonic clock, and the C library built here."""
+    from .ps import ParameterServer
+    from .worker import Worker
+    if not isinstance(transport, UdpTransport) or transport.native is False or clock is not time.monotonic:
+        return False
+    if type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False:
+        return False
+    cls = type(transport)
+    if (any(getattr(cls, m) is not getattr(UdpTransport, m) for m in _IO_METHODS)
+            and not isinstance(getattr(transport, "counts", None), dict)):
+        return False
+    if transport._mmsg is None or transport.sock.fileno() < 0:
+        return False
+    from . import native
+    return native.available()
+
+
 def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callable[[], bool] | None = None,
             clock: Callable[[], float] = time.monotonic, poll: float = 0.05) -> bool:
     """Drive ``agent`` in real time until ``stop()`` (default: the agent's ``done()``) or
@@ -452,7 +485,15 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
     is checked at least every ``poll`` seconds.
 
     Each wake-up takes every frame waiting on the socket, hands them to the agent
-    (``on_frames`` where it has one), checks the timer once and sends all replies."""
+    (``on_frames`` where it has one), checks the timer once and sends all replies. Where
+    :func:`native_udp` allows, the C loop of hostlib.native does this without Python per frame
+    (the same protocol: it hands every uncommon frame and every timer to the agent)."""
+    if native_udp(agent, transport, clock):
+        from .native import run_udp_native
+        return run_udp_native(agent, transport, timeout, stop, poll)
+    if transport.native is True and isinstance(transport, UdpTransport):
+        raise RuntimeError("native=True, but run_udp cannot use hostlib.native here "
+                           f"({__import__('hostlib.native').native.unavailable_reason() or 'see native_udp'})")
     stop = stop or getattr(agent, "done")
     recv_many, send_many = _batched_io(transport)
     on_frames = getattr(agent, "on_frames", None)

@@ -117,6 +117,7 @@ class _Entry:
     reminded: bool = False         # the immediate reminder a first RESEND triggers was sent
     result: np.ndarray | None = None
     slot: int = -1                 # in on_frames: its place among the batch's completions
+    seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
 
     @property
     def resend_bitmap(self) -> int:

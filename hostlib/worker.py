@@ -23,9 +23,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .protocol import (DEFAULT_LANES, MAX_WORKERS, ROUND_BITS, Flags, InaHeader, ProtocolError, build_frame,
-                       build_frames, decode_lanes, encode_fragments, fragment_layout, frame_fields, frame_lanes,
-                       header_array)
+from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
+                       ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
+                       frame_fields, frame_lanes, frame_prefix, header_array)
 from .rto import RtoEstimator
 
 
@@ -121,7 +121,7 @@ class Worker:
                  labels: Sequence[FragmentLabel] | Mapping[int, FragmentLabel], *, mac: str | int = 0,
                  gateway_mac: str | int = 0, lanes: int = DEFAULT_LANES, scale_bits: int = 16,
                  window: int = 8, reach: int | None = None, rto: RtoEstimator | None = None,
-                 clip: bool = False) -> None:
+                 clip: bool = False, native: bool = True) -> None:
         if window < 1:
             raise ValueError("window must be at least one fragment")
         # selective repeat: at most ``window`` fragments await a result, anywhere in
@@ -134,6 +134,10 @@ class Worker:
         self.labels: Mapping[int, FragmentLabel] = (dict(enumerate(labels)) if not isinstance(labels, Mapping)
                                                     else labels)
         self.lanes, self.scale_bits, self.window, self.clip = lanes, scale_bits, window, clip
+        # hostlib.native where it is available: push encodes in C, run_udp runs the C loop
+        # (False: the Python cores only, e.g. to compare the two)
+        self.native = native
+        self._native: object | None = None     # its NativeWorker, once run_udp made one
         self.rto = rto or RtoEstimator()
         self.stats = WorkerStats()
         self._cur: _Round | None = None
@@ -175,17 +179,19 @@ class Worker:
             raise ValueError(f"no fragment label for sub-models {missing}")
         if not 0 <= self.worker_id < MAX_WORKERS:
             raise ProtocolError(f"worker_id {self.worker_id} out of range 0..{MAX_WORKERS - 1}")
-        # encode everything now: an overflow is the caller's error, before anything is on the wire
-        encoded = encode_fragments(g, sizes, self.scale_bits, self.lanes, self.clip)
-        # every first copy in one pass (the labels and round are fixed for the round)
-        sub, frag, _, _ = fragment_layout(sizes, self.lanes)
         lab = [self.labels[s] if sizes[s] else FragmentLabel(0, 0) for s in range(len(sizes))]
-        per_sub = lambda attr: np.array([getattr(x, attr) for x in lab], dtype=np.int64)[sub]   # noqa: E731
-        headers = header_array(len(sub), job_id=self.job_id, node_id=per_sub("node_id"), submodel_id=sub,
-                               fragment_id=frag, worker_id=self.worker_id, fan_in=per_sub("fan_in"),
-                               priority=per_sub("priority"), bitmap=1 << self.worker_id, round=rnd)
-        wire = build_frames(headers, encoded, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
-                            dst_mac=self.gateway_mac)
+        wire = self._encode_native(g, sizes, lab, rnd)
+        if wire is None:
+            # encode everything now: an overflow is the caller's error, before anything is on the wire
+            encoded = encode_fragments(g, sizes, self.scale_bits, self.lanes, self.clip)
+            # every first copy in one pass (the labels and round are fixed for the round)
+            sub, frag, _, _ = fragment_layout(sizes, self.lanes)
+            per_sub = lambda attr: np.array([getattr(x, attr) for x in lab], dtype=np.int64)[sub]   # noqa: E731
+            headers = header_array(len(sub), job_id=self.job_id, node_id=per_sub("node_id"), submodel_id=sub,
+                                   fragment_id=frag, worker_id=self.worker_id, fan_in=per_sub("fan_in"),
+                                   priority=per_sub("priority"), bitmap=1 << self.worker_id, round=rnd)
+            wire = build_frames(headers, encoded, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
+                                dst_mac=self.gateway_mac)
         if self._started and self._cur is not None:
             self._previous = self._cur
         self.round = rnd
@@ -200,6 +206,30 @@ class Worker:
         self._newest_answered = -1.0
         self._base = self._next = 0
         self._started = False
+
+    def _encode_native(self, g: np.ndarray, sizes: list[int], lab: list[FragmentLabel], rnd: int) -> bytes | None:
+        """The round's first copies from hostlib.native's one-pass encoder (the same bytes as the
+        numpy path below it), or None: no native path, or an error for the numpy path to raise
+        exactly as it always has (values are checked before header fields)."""
+        if not self.native:
+            return None
+        from . import native
+        if not native.available():
+            return None
+        used = [s for s in range(len(sizes)) if sizes[s]]
+        pick = lambda attr: np.array([getattr(lab[s], attr) if sizes[s] else 0 for s in range(len(sizes))])  # noqa: E731
+        try:
+            templates = header_array(len(sizes), job_id=self.job_id, node_id=pick("node_id"),
+                                     submodel_id=np.array([s if sizes[s] else 0 for s in range(len(sizes))]),
+                                     fragment_id=0, worker_id=self.worker_id, fan_in=pick("fan_in"),
+                                     priority=pick("priority"), bitmap=1 << self.worker_id, round=rnd)
+        except ProtocolError:
+            return None
+        if not used:
+            return b""
+        prefix = frame_prefix(self.ip, self.ps_ip, self.mac, self.gateway_mac, INA_UDP_PORT, 64,
+                              HEADER_LEN + 4 * self.lanes)
+        return native.encode_round(g, sizes, self.scale_bits, self.lanes, self.clip, templates, prefix)
 
     def done(self) -> bool:
         return self._started and self._n_done == len(self._done)
