@@ -281,6 +281,21 @@ class EmuNet:
     def link_mbps(self, gbps: float) -> float | None:
         return None if not self.bw_scale else gbps * 1000.0 / self.bw_scale
 
+    def set_bw_scale(self, bw_scale: float) -> "EmuNet":
+        """Re-rate every link of the running net (links become capacity / ``bw_scale``): the
+        htb class each TCLink end got at build time is changed in place, nothing else is touched
+        (TCIntf.config would also turn the offloads back on). Needs a net built with a scale."""
+        assert self.net is not None and self.bw_scale, "build() with a bandwidth scale first"
+        for link, l in zip(self.net.links, self.topology.links):
+            mbps = l.capacity_gbps * 1000.0 / bw_scale
+            for intf in (link.intf1, link.intf2):
+                out = intf.node.cmd(f"tc class change dev {intf.name} parent 5:0 classid 5:1 htb "
+                                    f"rate {mbps:f}Mbit burst 15k 2>&1")
+                if out.strip():
+                    raise RuntimeError(f"re-rating {intf.name} to {mbps:g} Mb/s: {out.strip()}")
+        self.bw_scale = bw_scale
+        return self
+
     def build(self, lock_timeout: float = 1800.0) -> "EmuNet":
         self._lock(lock_timeout)
         self._remove_stale_links()

@@ -45,6 +45,7 @@ from hostlib.protocol import HEADER_LEN, MAX_WORKERS
 
 from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
+from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, Choice, Traffic, choose_link_mbps, machine, pace_note
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
 from .inprocess import run_jobs as run_inprocess
@@ -114,36 +115,68 @@ def _link_counters(net: EmuNet) -> dict[tuple[str, str], tuple[int, int]]:
     return {**received, **counts}
 
 
+INTERLEAVE = 0        # fragments of each sub-model in turn (emulation.run --interleave; 0: plan order)
+
+
+def interleave_submodels(sizes: Sequence[int], lanes: int, chunk_fragments: int) -> tuple[list[int], list[int]]:
+    """Cut the plan's sub-models into chunks of ``chunk_fragments`` fragments, dealt in turn
+    (chunk 0 of every sub-model, then chunk 1, ...): ``(parents, chunk_sizes)``, the chunk's
+    sub-model and its length in values. Workers send sub-models in order, one after the other,
+    so a plan whose sub-models meet at different nodes (GOAT) loads one node's links at a time
+    and a round takes the *sum* of the sub-models' bottlenecks; sent as chunks labelled like
+    their sub-model, every node's links are busy at once (the per-node traffic is unchanged).
+    ``chunk_fragments`` 0: the plan's sub-models as they are."""
+    if chunk_fragments <= 0:
+        return list(range(len(sizes))), [int(n) for n in sizes]
+    step = chunk_fragments * lanes
+    left = [int(n) for n in sizes]
+    parents: list[int] = []
+    chunks: list[int] = []
+    while any(left):
+        for g, n in enumerate(left):
+            if n:
+                parents.append(g)
+                chunks.append(min(n, step))
+                left[g] -= chunks[-1]
+    return parents, chunks
+
+
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
                    timeout: float, rto: dict[str, float] | None, rounds: Mapping[int, int],
                    starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]],
-                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None
-                   ) -> dict[str, tuple[str, dict]]:
+                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None,
+                   interleave: int = INTERLEAVE) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
-    worker's packets carry then counts that round's participants at its node."""
+    worker's packets carry then counts that round's participants at its node. ``interleave``:
+    the workers send the sub-models as chunks of that many fragments, in turn
+    (:func:`interleave_submodels`; every per-sub-model list is expanded to the chunks)."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
     cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
+        parents, chunk_sizes = interleave_submodels(dep.submodel_sizes, lanes, interleave)
+        per_chunk = lambda row: [row[g] for g in parents]          # noqa: E731 (a per-sub-model list)
+        prio = priorities.get(dep.job_id)
         ps = cfgs.setdefault(dep.ps, ("ps", dict(common, host=dep.ps, ip=a[dep.ps].ip, mac=a[dep.ps].mac, jobs={},
                                                  timeout=timeout * most + max(starts.values()) + 60)))[1]
         ps["jobs"][str(dep.job_id)] = {
             "workers": {str(w): list(v) for w, v in cfg.workers.items()},
             "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
             "submodel_nodes": None if cfg.submodel_nodes is None else
-            {str(s): list(v) for s, v in cfg.submodel_nodes.items()}}
+            {str(c): list(cfg.submodel_nodes[g]) for c, g in enumerate(parents) if g in cfg.submodel_nodes}}
         joined = (participants or {}).get(dep.job_id)
         if joined is not None:
             ps["jobs"][str(dep.job_id)]["participants"] = {str(r): ids for r, ids in enumerate(joined)}
         for i, w in enumerate(dep.workers):
             part = dict(job_id=dep.job_id, worker_id=i, ps_ip=a[dep.ps].ip,
-                        labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
-                        submodel_sizes=dep.submodel_sizes, seed=seeds[k][i], all_seeds=seeds[k],
-                        priorities=priorities.get(dep.job_id),
-                        round_fan_in=None if joined is None else round_fan_ins(dep, w, joined))
+                        labels=per_chunk([[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]]),
+                        submodel_sizes=chunk_sizes, seed=seeds[k][i], all_seeds=seeds[k],
+                        priorities=None if prio is None else [per_chunk(row) for row in prio],
+                        round_fan_in=None if joined is None else
+                        [per_chunk(row) for row in round_fan_ins(dep, w, joined)])
             host = dict(common, host=w, ip=a[w].ip, mac=a[w].mac, window=window, rounds=rounds[dep.job_id],
                         start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part])
             if w in cfgs:
@@ -184,7 +217,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
              seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
              participants: Mapping[int, list[list[int]]] | None = None,
-             progress: Callable[[int], None] | None = None) -> list[RoundResult]:
+             progress: Callable[[int], None] | None = None, interleave: int = INTERLEAVE) -> list[RoundResult]:
     """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
     running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
     bounds each round). ``progress(n)`` is called as rounds complete (n: newly completed
@@ -197,7 +230,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
     cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
                           starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
-                          lanes=net.lanes, participants=participants)
+                          lanes=net.lanes, participants=participants, interleave=interleave)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"
@@ -298,14 +331,23 @@ class SchemeRun:
     bounds: dict[int, LinkBound] = field(default_factory=dict)   # job id → its round's link-rate ideal
 
 
-def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, loss: float,
-               workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
-               rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
-               log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None) -> SchemeRun:
-    """Plan ``scheme`` for ``jobs``, build a fresh Mininet net, install over P4Runtime and run
-    every job's rounds (ESA: priorities recomputed per round, ESA §5.4). ``pool``: aggregators
-    per switch (small pools make jobs contend: ESA's setting). GOAT-Async: workers without a
-    history get seeded heterogeneous gradient intervals (:func:`async_history`)."""
+@dataclass
+class PreparedScheme:
+    """A scheme planned and deployed for the jobs, with its link-rate ideal (pure: no network)."""
+    scheme: str
+    deployment: FabricDeployment
+    priorities: dict[int, list[list[int]]]            # ESA: job id → per round, per sub-model
+    participants: dict[int, list[list[int]]] | None   # GOAT-Async: job id → per round, worker ids
+    bounds: dict[int, LinkBound]                      # job id → its round's link-rate ideal at bw_scale
+    bw_scale: float
+
+
+def prepare_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, bw_scale: float,
+                   window: int, seed: int, pool: int = DEFAULT_POOL, switch: str = "p4sim",
+                   log: Callable[[str], None] = print) -> PreparedScheme:
+    """Plan ``scheme`` for ``jobs``, deploy it (``pool`` aggregators per switch) and count its
+    link-rate ideal on the in-process twin (ESA: priorities per round, ESA §5.4; GOAT-Async:
+    seeded heterogeneous gradient intervals, :func:`async_history`, and each round's participants)."""
     if scheme == ASYNC:
         async_history(jobs, seed)
     plan = plan_scheme(scheme, topo, jobs)
@@ -328,6 +370,23 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     bounds = link_bounds(topo, deploy_jobs(topo, jobs, plan, total_elements=elements, pool_size=DEFAULT_POOL),
                          specs, bw_scale=bw_scale, lanes=SWITCH_KINDS[switch].lanes, window=window,
                          participants=joined)
+    return PreparedScheme(scheme, fd, prio, joined, bounds, bw_scale)
+
+
+def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, loss: float,
+               workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
+               rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
+               log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
+               prepared: PreparedScheme | None = None, interleave: int = INTERLEAVE) -> SchemeRun:
+    """Plan ``scheme`` for ``jobs`` (or take ``prepared``: :func:`prepare_scheme`'s, at any
+    bandwidth scale), build a fresh Mininet net, install over P4Runtime and run every job's
+    rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting);
+    ``interleave``: fragments of each sub-model the workers send in turn (0: one after another)."""
+    if prepared is None:
+        prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed, pool=pool,
+                                  switch=switch, log=log)
+    fd, prio, joined = prepared.deployment, prepared.priorities, prepared.participants
+    bounds = {j: b.at(bw_scale / prepared.bw_scale) for j, b in prepared.bounds.items()}
     log(f"[{scheme}] link-rate ideal per round: " + ", ".join(
         f"job {j} {b.seconds:.3f} s ({b.link})" for j, b in sorted(bounds.items())))
     net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch)
@@ -344,7 +403,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         results = run_jobs(net, fd, workdir / scheme, rounds={i: sp.rounds for i, sp in spec.items()},
                            window=window, seed=seed, timeout=timeout, rto=rto,
                            starts={i: sp.start for i, sp in spec.items()}, priorities=prio,
-                           participants=joined, progress=progress)
+                           participants=joined, progress=progress, interleave=interleave)
     finally:
         net.stop()
     for res in results:
@@ -429,6 +488,13 @@ class LinkBound:
     """The link-rate ideal of a job's round."""
     seconds: float            # the busiest link's bytes at its rate (mean over the job's rounds)
     link: str                 # that link in the job's first round, "from→to"
+    busiest_bytes: float = 0.0   # what that link carries in a round (mean over the rounds)
+    total_bytes: float = 0.0     # what all links carry in a round of the jobs running beside it: the
+                                 # frames the machine's switches, hosts and kernel handle (emulation.calibrate)
+
+    def at(self, factor: float) -> "LinkBound":
+        """The same traffic on links ``factor`` times slower."""
+        return replace(self, seconds=self.seconds * factor)
 
 
 def link_bounds(topo: Topology, fd: FabricDeployment, specs: list[JobSpec], *, bw_scale: float,
@@ -454,7 +520,7 @@ def link_bounds(topo: Topology, fd: FabricDeployment, specs: list[JobSpec], *, b
     bounds: dict[int, LinkBound] = {}
     for deps in groups.values():
         ids = {d.job_id for d in deps}
-        per_round: dict[int, list[tuple[float, str]]] = {d.job_id: [] for d in deps}
+        per_round: dict[int, list[tuple[float, str, int, int]]] = {d.job_id: [] for d in deps}
         for rnd in range(spec_of(specs, deps[0].job_id).rounds):
             members = {d.job_id: (joined[d.job_id][rnd] if d.job_id in joined else list(range(len(d.workers))))
                        if d.job_id in ids else [] for d in fd.jobs}
@@ -467,9 +533,12 @@ def link_bounds(topo: Topology, fd: FabricDeployment, specs: list[JobSpec], *, b
             for d in deps:
                 used = [(a, b) for (a, b, j), n in traffic[key].items() if j == d.job_id and n]
                 busiest = max(used, key=lambda ab: by_link[ab] / bits_per_s[ab])
-                per_round[d.job_id].append((8 * by_link[busiest] / bits_per_s[busiest], "→".join(busiest)))
+                per_round[d.job_id].append((8 * by_link[busiest] / bits_per_s[busiest], "→".join(busiest),
+                                            by_link[busiest], sum(by_link.values())))
         for job_id, rows in per_round.items():
-            bounds[job_id] = LinkBound(sum(sec for sec, _ in rows) / len(rows), rows[0][1])
+            n = len(rows)
+            bounds[job_id] = LinkBound(sum(r[0] for r in rows) / n, rows[0][1], sum(r[2] for r in rows) / n,
+                                       sum(r[3] for r in rows) / n)
     return bounds
 
 
@@ -523,6 +592,7 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
         host_link = host_link_round_seconds(dep.submodel_sizes, link_mbps, run.lanes)
         bound = run.bounds[res.job]
         mean = res.completion / n_rounds
+        busy = res.busiest_link_seconds / res.wall_seconds if res.wall_seconds else 0.0
         rows.append({
             "scheme": run.scheme, "job": res.job, "workers": len(res.workers), "mb": spec.mb, "loss": loss,
             "start_s": spec.start, "rounds": len(res.per_round()), "jct_s": round(res.completion, 3),
@@ -530,6 +600,9 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
             "ratio_to_ideal": round(mean / bound.seconds, 2), "busiest_link": bound.link,
             "host_link_s": round(host_link, 4), "ratio_to_host_link": round(mean / host_link, 2),
             "link_busy": f"{res.busiest_link_seconds / res.wall_seconds:.0%} {res.busiest_link}" if res.wall_seconds else "",
+            "busy_share": round(busy, 3),
+            # under BUSY_LINK_BOUND the busiest link idled much of the run: the CPU set the pace
+            "pace": "links" if busy >= BUSY_LINK_BOUND else "CPU",
             "exact": res.exact,
             "ps_rx_packets": res.ps["rx_packets"], "ps_rx_bytes": res.ps["rx_bytes"],
             "ps_rx_mb": round(res.ps["rx_bytes"] / 1e6, 3),
@@ -560,12 +633,19 @@ def write_rounds(runs: list[SchemeRun], out: Path) -> None:
 
 
 SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ideal_round_s", "ratio_to_ideal",
-                   "busiest_link", "ratio_to_host_link", "link_busy", "exact", "ps_rx_mb", "ina_fraction", "preemptions",
+                   "busiest_link", "ratio_to_host_link", "link_busy", "pace", "exact", "ps_rx_mb", "ina_fraction", "preemptions",
                    "worker_resent", "ina_switches"]
 
 
-def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, title: str, png: str) -> None:
-    """results.csv, summary.md and a PNG: per-round time, JCT CDF, PS ingress, INA fraction."""
+def pace_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Per results row, who set the pace (emulation.calibrate.pace_note): CPU-bound rows say so."""
+    return [pace_note(r["busy_share"], r["ratio_to_ideal"], f"{r['scheme']} job {r['job']}") for r in rows]
+
+
+def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, title: str, png: str,
+                  notes: Sequence[str] = ()) -> None:
+    """results.csv, summary.md (with ``notes``: how the link rate was chosen, who set the pace)
+    and a PNG: per-round time, JCT CDF, PS ingress, INA fraction."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -574,13 +654,16 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
     cols = SUMMARY_COLUMNS
     lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    if notes:
+        lines += [""] + [f"* {n}" for n in notes]
     lines += ["", "jct_s: the job's slowest worker, its first send → last result of its last round "
               "(mean_round_s: that over the rounds; per round: rounds.csv); ideal_round_s: the link-rate ideal, "
               "the busiest link's bytes in a lossless round of the plan (jobs side by side) at its rate "
               "(busiest_link: which one); ratio_to_ideal: mean round / that; ratio_to_host_link: mean round / a "
               "worker's frames back to back on its own link (the ideal of a fabric sharing no link); link_busy: the "
               "link that carried the most (at its rate) from the start until every worker was done, measured on "
-              "the switch interfaces, and the share of that time it was busy; exact: every worker, every round; ps_rx: what "
+              "the switch interfaces, and the share of that time it was busy; pace: links if that share was at least "
+              f"{BUSY_LINK_BOUND:.0%}, else CPU (the machine, not the links, set the round times); exact: every worker, every round; ps_rx: what "
               "reached the job's PS (bytes with Ethernet/IPv4/UDP headers); ina_fraction: share of the workers' "
               "fragments that switches aggregated (not received plain by the PS); preemptions: partials the "
               "PS received because ESA swapped them out.", ""]
@@ -646,12 +729,22 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
             raise ValueError("--loss needs --switch p4sim (bmv2 has no loss injection)")
     if not 0.0 <= args.programmable <= 1.0:
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
+    if args.interleave < 0:
+        raise ValueError(f"--interleave {args.interleave}: fragments per chunk, >= 0")
     for name in ("jobs", "workers", "rounds", "window"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
     if args.rto_max < args.rto_min:
         raise ValueError(f"--rto-max {args.rto_max}: below --rto-min {args.rto_min}")
-    for name in ("timeout", "link_mbps", "rto_min"):
+    if args.link_mbps != "auto":
+        try:
+            args.link_mbps = float(args.link_mbps)
+        except ValueError:
+            raise ValueError(f"--link-mbps {args.link_mbps!r}: a rate in Mb/s or auto") from None
+        if not 0 < args.link_mbps <= PROBE_MBPS:
+            raise ValueError(f"--link-mbps {args.link_mbps:g}: a rate in (0, {PROBE_MBPS:g}] Mb/s "
+                             "(Mininet's TCLink shapes up to 1000 Mb/s)")
+    for name in ("timeout", "rto_min"):
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
     if args.workers > MAX_WORKERS:
@@ -693,6 +786,41 @@ def switch_kind(args: argparse.Namespace) -> str:
     return "p4sim-tna" if args.arch == "tna" else args.switch
 
 
+def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], prepared: Mapping[str, PreparedScheme],
+                        *, workdir: Path, window: int, seed: int, timeout: float, rto: dict[str, float] | None,
+                        pool: int, switch: str, interleave: int = INTERLEAVE,
+                        log: Callable[[str], None] = print) -> Choice:
+    """``--link-mbps auto``: one lossless probe round of every job at once, on links too fast to
+    matter (PROBE_MBPS), with the scheme whose traffic leans on the CPU most (most bytes over all
+    links per byte on its busiest one); then emulation.calibrate.choose_link_mbps over every
+    scheme's twin counts (``prepared``)."""
+    ref = prepared[next(iter(prepared))].bw_scale
+    ref_mbps = bw_scale_for(topo, 1.0) / ref
+    traffic = {f"{name} job {j}" if len(b) > 1 else name: Traffic(x.seconds, x.total_bytes)
+               for name, p in prepared.items() for b in [p.bounds] for j, x in sorted(b.items())}
+    probe = min(prepared, key=lambda n: min(b.seconds / b.total_bytes for b in prepared[n].bounds.values()))
+    probe_specs = [JobSpec(sp.mb, 1) for sp in specs]            # one round, all jobs side by side
+    bw_probe = bw_scale_for(topo, PROBE_MBPS)
+    log(f"[auto] probe: {probe}, one round of every job at {PROBE_MBPS:g} Mb/s (lossless), to time this machine")
+    pp = prepare_scheme(topo, jobs, probe_specs, probe, bw_scale=bw_probe, window=window, seed=seed, pool=pool,
+                        switch=switch, log=lambda _: None)
+    t = time.time()
+    run = run_scheme(topo, jobs, probe_specs, probe, loss=0.0, workdir=workdir, bw_scale=bw_probe, window=window,
+                     seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch, log=lambda _: None, prepared=pp,
+                     interleave=interleave)
+    if not all(r.exact for r in run.jobs):
+        raise RuntimeError(f"--link-mbps auto: the probe round of {probe} was not exact")
+    seconds = max(r.completion for r in run.jobs)
+    # jobs side by side share one group total; jobs counted alone add up
+    totals = {round(b.total_bytes) for b in pp.bounds.values()}
+    total = pp.bounds[next(iter(pp.bounds))].total_bytes if len(totals) == 1 else sum(
+        b.total_bytes for b in pp.bounds.values())
+    choice = choose_link_mbps(seconds, total, ref_mbps, traffic)
+    log(f"[auto] probe round {seconds:.2f} s ({time.time() - t:.0f} s with the network's set-up), "
+        f"{total / 1e6:.1f} MB over all links")
+    return choice
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         topo, jobs, specs, schemes = check_args(args)
@@ -704,31 +832,55 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"emulation.run: {why}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    bw_scale = bw_scale_for(topo, args.link_mbps)
+    auto = args.link_mbps == "auto"
+    ref_mbps = LINK_MBPS if auto else float(args.link_mbps)
     print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
-          f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
+          f"{len(topo.hosts())} hosts, " + ("link rate: auto" if auto else f"{ref_mbps:g} Mb/s links")
+          + f"; machine: {machine()}")
     for j, sp in zip(jobs, specs):
         print(f"  {j.name}: workers {', '.join(j.workers)}, PS {', '.join(j.ps)}; {sp.mb} MB in {len(j.submodels)} "
               f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
+    rto = {"minimum": args.rto_min, "initial": min(max(args.rto_min, 0.3), args.rto_max), "maximum": args.rto_max}
+    common = dict(window=args.window, seed=args.seed + 1, pool=args.pool, switch=switch_kind(args))
+    runs_with = dict(common, interleave=args.interleave)
+    ref_scale = bw_scale_for(topo, ref_mbps)
+    prepared = {s: prepare_scheme(topo, jobs, specs, s, bw_scale=ref_scale, log=print, **common)  # type: ignore[arg-type]
+                for s in schemes}
+    notes: list[str] = []
+    if auto:
+        try:
+            choice = calibrate_link_rate(topo, jobs, specs, prepared, workdir=out / "probe", timeout=args.timeout,
+                                         rto=rto, log=print, **runs_with)  # type: ignore[arg-type]
+        except (RuntimeError, ValueError) as e:
+            print(f"emulation.run: {e}", file=sys.stderr)
+            return 1
+        args.link_mbps = choice.link_mbps
+        why_rate = choice.explain(f"a probe round on {PROBE_MBPS:g} Mb/s links ({machine()})")
+        print(why_rate)
+        notes.append(why_rate)
+    link_mbps = float(args.link_mbps)
+    bw_scale = bw_scale_for(topo, link_mbps)
     runs: list[SchemeRun] = []
     rows: list[dict[str, Any]] = []
-    rto = {"minimum": args.rto_min, "initial": min(max(args.rto_min, 0.3), args.rto_max), "maximum": args.rto_max}
     per_scheme = sum(s.rounds for s in specs)
     with tqdm(total=len(schemes) * per_scheme, unit="round", disable=args.quiet, file=sys.stderr) as bar:
         for scheme in schemes:
             bar.set_description(scheme)
             shown = bar.n
             run = run_scheme(topo, jobs, specs, scheme, loss=args.loss, workdir=out / "runs", bw_scale=bw_scale,
-                             window=args.window, seed=args.seed + 1, timeout=args.timeout, rto=rto,
-                             pool=args.pool, switch=switch_kind(args), log=tqdm.write, progress=bar.update)
+                             timeout=args.timeout, rto=rto, log=tqdm.write, progress=bar.update,
+                             prepared=prepared[scheme], **runs_with)  # type: ignore[arg-type]
             bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
             runs.append(run)
-            rows += summarise(run, specs, args.loss, args.link_mbps)
+            new = summarise(run, specs, args.loss, link_mbps)
+            for n in pace_notes(new):
+                tqdm.write(f"[{scheme}] {n}")
+            rows += new
     write_rounds(runs, out)
     title = (f"{topo.name}, {args.jobs} job(s) × {args.workers} workers, {args.mb} MB, loss {args.loss}, "
-             f"{args.link_mbps:g} Mb/s links")
+             f"{link_mbps:g} Mb/s links{' (auto)' if auto else ''}; {machine()}")
     png = f"{args.topology}.png"
-    write_outputs(rows, runs, out, title, png)
+    write_outputs(rows, runs, out, title, png, notes + pace_notes(rows))
     print((out / "summary.md").read_text())
     print(f"wrote {out / 'results.csv'}, {out / 'rounds.csv'}, {out / 'summary.md'}, {out / png}")
     return 0 if all(r["exact"] for r in rows) else 1
@@ -771,11 +923,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="aggregators per switch (a power of two; default: the program's registers, "
                          "16384 v1model, 8192 tna). Small pools make jobs contend for them (ESA's setting)")
     ap.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port (e.g. 0.01)")
-    ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
-                    help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it")
+    ap.add_argument("--link-mbps", default=str(LINK_MBPS), metavar="MBPS|auto",
+                    help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it. auto: a "
+                         f"probe round on {PROBE_MBPS:g} Mb/s links times this machine, and the rate is chosen so "
+                         "that every scheme's busiest link needs 1.6x the CPU time of its round (time dilation: "
+                         "slower links, the same comparison, the links the bottleneck); it is printed with the "
+                         "reason. Every run reports whether its busiest link was at least 80%% busy (pace: links) "
+                         "or not (pace: CPU, the times measure this machine)")
     ap.add_argument("--window", type=int, default=32,
                     help="fragments awaiting a result per worker (default 32; selective repeat, so a fragment "
                          "being recovered holds one slot)")
+    ap.add_argument("--interleave", type=int, default=INTERLEAVE, metavar="F",
+                    help="workers send the plan's sub-models in chunks of F fragments, taking them in turn, so "
+                         "that every aggregation node's links are busy at once (e.g. 16); default 0: one sub-model "
+                         "after another, as the plan lists them (a round then takes about the sum of the sub-models' "
+                         "bottlenecks: ~2x the link-rate ideal with GOAT's three nodes on the k=4 fat-tree)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
     ap.add_argument("--rto-min", type=float, default=0.03,
                     help="floor of the hosts' retransmission timeout (s, default 0.03); the estimate adapts "

@@ -1,0 +1,116 @@
+"""Is it the links or this machine that sets the pace, and at which link rate is it the links?
+
+An emulated fabric is a time-dilated one: every switch and host is a process sharing this
+machine's cores, so a link rate the machine cannot keep busy measures the CPU, not the network.
+Two tools here, both pure (``emulation.run`` and ``emulation.train`` run the probes):
+
+* :func:`pace_note` — after a run: the busiest link's measured busy share and the round's
+  ratio to the link-rate ideal say whether the links (busy >= :data:`BUSY_LINK_BOUND`) or the
+  CPU set the pace; a CPU-bound run says so in words.
+* :func:`choose_link_mbps` — ``--link-mbps auto``: a *probe* runs the experiment once on links
+  too fast to matter (:data:`PROBE_MBPS`), so its time is the machine's: the CPU needs
+  ``T_cpu = total_bytes / M`` per round, where ``M`` is the bytes per second the machine moved
+  over all links in the probe and ``total_bytes`` what all links carry in a round (counted on the
+  in-process twin). The rate at which a round's busiest link needs ``HEADROOM × T_cpu`` is the
+  fastest at which that link, not the CPU, is the bottleneck; the smallest over the schemes (and
+  jobs) is chosen, so every scheme is compared on the same, link-bound, fabric.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+BUSY_LINK_BOUND = 0.8     # below this share of the run the busiest link idled: not what limited it
+PROBE_MBPS = 1000.0       # Mininet's TCLink takes at most 1000 Mb/s: still shaped (tc's cost stays in)
+HEADROOM = 1.6            # the busiest link needs this many times the CPU's time per round
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One job's lossless round as the in-process twin counts it, at a reference link rate."""
+    seconds: float        # the busiest link's bytes at its rate (the link-rate ideal)
+    total_bytes: float    # what every link together carries in a round (of the jobs beside it)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ``--link-mbps auto`` chose, and why."""
+    link_mbps: float
+    deciding: str                  # the scheme/job whose link rate bound it
+    machine_bytes_per_s: float     # M: bytes all links together carried per second in the probe
+    cpu_seconds: float             # the deciding round's CPU time at M
+    ideal_seconds: float           # its link-rate ideal at link_mbps
+    headroom: float
+
+    def explain(self, probe: str) -> str:
+        return (f"--link-mbps auto: {self.link_mbps:g} Mb/s. {probe}: this machine moved "
+                f"{self.machine_bytes_per_s * 8 / 1e6:.0f} Mb/s over all links together, so "
+                f"{self.deciding}'s round needs {self.cpu_seconds:.2f} s of CPU; at {self.link_mbps:g} Mb/s its "
+                f"busiest link needs {self.ideal_seconds:.2f} s ({self.ideal_seconds / self.cpu_seconds:.1f}× that, "
+                f"headroom {self.headroom:g}), so the links, not the CPU, set the pace")
+
+
+def nice_floor(x: float) -> float:
+    """``x`` rounded down to two significant digits (a rate a person can repeat)."""
+    if not x > 0 or not math.isfinite(x):
+        raise ValueError(f"rate {x}: must be positive and finite")
+    step = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return round(math.floor(x / step + 1e-9) * step, 10)
+
+
+def choose_link_mbps(probe_seconds: float, probe_total_bytes: float, ref_mbps: float,
+                     traffic: Mapping[str, Traffic], headroom: float = HEADROOM) -> Choice:
+    """The fastest link rate (Mb/s, two significant digits, rounded down) at which every round
+    of ``traffic`` (name → its twin counts at ``ref_mbps``) keeps its busiest link busy for
+    ``headroom`` × the CPU time the probe implies (``probe_total_bytes`` over all links took
+    ``probe_seconds`` on this machine)."""
+    if not probe_seconds > 0 or not probe_total_bytes > 0:
+        raise ValueError("the probe moved nothing: cannot calibrate")
+    if not traffic:
+        raise ValueError("nothing to calibrate for")
+    machine = probe_total_bytes / probe_seconds
+    best: tuple[float, str, float] | None = None
+    for name, t in traffic.items():
+        cpu = t.total_bytes / machine
+        # the ideal grows as the rate drops: seconds(r) = t.seconds × ref / r >= headroom × cpu
+        rate = ref_mbps * t.seconds / (headroom * cpu)
+        if best is None or rate < best[0]:
+            best = (rate, name, cpu)
+    rate, name, cpu = best               # type: ignore[misc]
+    chosen = nice_floor(rate)
+    return Choice(chosen, name, machine, cpu, traffic[name].seconds * ref_mbps / chosen, headroom)
+
+
+def pace_note(busy: float, ratio_to_ideal: float, what: str) -> str:
+    """One line on who set the pace of ``what``: the links (busiest link busy >=
+    :data:`BUSY_LINK_BOUND` of the run) or this machine's CPU."""
+    if busy >= BUSY_LINK_BOUND:
+        return (f"{what}: link-bound — the busiest link was {busy:.0%} busy, mean round {ratio_to_ideal:.2f}× the "
+                f"link-rate ideal")
+    return (f"{what}: CPU-bound — the busiest link was only {busy:.0%} busy (mean round {ratio_to_ideal:.2f}× the "
+            f"link-rate ideal): these times measure this machine ({machine()}), not the links; "
+            f"--link-mbps auto picks a rate this machine keeps link-bound")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown CPU"
+
+
+def machine() -> str:
+    """CPU model and core count, for every number a run reports."""
+    return f"{cpu_model()}, {os.cpu_count()} cores"
+
+
+__all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "Traffic", "Choice", "nice_floor", "choose_link_mbps",
+           "pace_note", "cpu_model", "machine"]
