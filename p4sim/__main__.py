@@ -69,7 +69,7 @@ def _bfrt_json_main(argv: list[str]) -> int:
         except CompileError as e:
             print(e, file=sys.stderr)
             return 2
-        doc = program_bfrt_info(prog.info, pipeline_name(prog.source))
+        doc = program_bfrt_info(prog, pipeline_name(prog.source), include_dirs=args.include_dirs)
     if args.compare:
         try:
             with open(args.compare, encoding="utf-8") as fh:

@@ -202,12 +202,40 @@ def test_bfrt_json_compare_reports_what_a_client_would_see_differently(tmp_path)
     diffs = compare(ours, theirs)
     assert len(diffs) == 2
     assert any("lane_1: only in p4sim" in d for d in diffs)
-    assert any("ina_node: keys" in d for d in diffs)
+    assert "table pipe.InaIngress.ina_node: key hdr.ina.node_id: type: width: 16 vs 17" in diffs
     path = tmp_path / "theirs.json"
     path.write_text(json.dumps(theirs))
     r = subprocess.run([sys.executable, "-m", "p4sim", "bfrt-json", str(TNA), "--compare", str(path)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and len(r.stdout.splitlines()) == 2
+    # the command line writes every table of the program (hashes, snapshot...): those are
+    # only in p4sim's here, besides the two differences above
+    assert r.returncode == 1 and "table pipe.InaIngress.ina_node: key hdr.ina.node_id" in r.stdout
+
+
+def test_bfrt_json_compare_sees_flags_annotations_order_and_dependencies() -> None:
+    """What a client walking the schema would see: a key's ``mandatory``, a register field's
+    annotation, the order of data fields, a property only one side has, ``depends_on`` by name."""
+    from p4sim.bfrt.bfrt_json import compare, program_bfrt_info
+
+    ours = program_bfrt_info(program("tna"))
+    theirs = json.loads(json.dumps(ours))
+    by_name = {t["name"]: t for t in theirs["tables"]}
+    by_name["pipe.InaIngress.ina_node"]["key"][0]["mandatory"] = True
+    by_name["pipe.InaIngress.lanes.lane_0"]["data"][0]["singleton"]["annotations"] = []
+    cfg = by_name["pipe.snapshot.cfg"]
+    cfg["data"][0], cfg["data"][1] = cfg["data"][1], cfg["data"][0]
+    by_name["pipe.InaIngress.ina_job"]["is_const_table"] = False
+    algorithm = by_name["pipe.InaIngress.agg_hash.algorithm"]
+    algorithm["depends_on"] = [by_name["pipe.InaIngress.agg_hash.compute"]["id"]]
+    diffs = compare(ours, theirs)
+    assert len(diffs) == 5, diffs
+    assert "table pipe.InaIngress.ina_node: key hdr.ina.node_id: mandatory: false vs true" in diffs
+    assert any(d.startswith("table pipe.InaIngress.lanes.lane_0: field InaIngress.lanes.lane_0.f1: "
+                            "singleton: annotations: [{") for d in diffs)
+    assert any(d.startswith("table pipe.snapshot.cfg: order of data") for d in diffs)
+    assert "table pipe.InaIngress.ina_job: is_const_table: only in the compiler's bf-rt.json (false)" in diffs
+    assert ('table pipe.InaIngress.agg_hash.algorithm: depends_on: ["pipe.InaIngress.agg_hash.configure"] '
+            'vs ["pipe.InaIngress.agg_hash.compute"]') in diffs
 
 
 COMPILER_BFRT = Path(__file__).resolve().parents[2] / "p4src" / "tna" / "ina.bf-rt.json"
@@ -217,8 +245,13 @@ COMPILER_BFRT = Path(__file__).resolve().parents[2] / "p4src" / "tna" / "ina.bf-
                     reason="p4src/tna/ina.bf-rt.json is written by docker/check_with_p4c.sh with "
                            "a Tofino compiler (bf-p4c or the open p4c-barefoot)")
 def test_bfrt_json_equals_the_tofino_compilers() -> None:
-    """p4sim's bf-rt.json for the INA program against the one the Tofino compiler wrote for it
-    (tables, keys, actions, data fields; not ids)."""
+    """p4sim's bf-rt.json for the INA program against the one the Tofino compiler wrote for it:
+    every table (hashes, snapshot, port metadata, debug counters too), key, action, field and
+    property; only ids aside. p4sim even computes bf-p4c's ids, snapshot tables' aside."""
     from p4sim.bfrt.bfrt_json import compare, program_bfrt_info
-    ours = program_bfrt_info(load_program(str(COMPILER_BFRT.parent / "ina.p4"), arch="tna").info)
-    assert compare(ours, json.loads(COMPILER_BFRT.read_text())) == []
+    ours = program_bfrt_info(load_program(str(COMPILER_BFRT.parent / "ina.p4"), arch="tna"))
+    theirs = json.loads(COMPILER_BFRT.read_text())
+    assert compare(ours, theirs) == []
+    ids = {t["name"]: t["id"] for t in ours["tables"]}
+    assert [t["name"] for t in theirs["tables"] if ids[t["name"]] != t["id"]] == [
+        t["name"] for t in theirs["tables"] if t["name"].startswith("pipe.snapshot.")]
