@@ -89,9 +89,12 @@ def pace_note(busy: float, ratio_to_ideal: float, what: str) -> str:
     if busy >= BUSY_LINK_BOUND:
         return (f"{what}: link-bound — the busiest link was {busy:.0%} busy, mean round {ratio_to_ideal:.2f}× the "
                 f"link-rate ideal")
-    return (f"{what}: CPU-bound — the busiest link was only {busy:.0%} busy (mean round {ratio_to_ideal:.2f}× the "
-            f"link-rate ideal): these times measure this machine ({machine()}), not the links; "
-            f"--link-mbps auto picks a rate this machine keeps link-bound")
+    # not the links: the CPU, or the hosts' sending order (a worker sends its sub-models one after
+    # another, so with several aggregation nodes their links are busy in turn: --interleave)
+    return (f"{what}: CPU-bound, not link-bound — the busiest link was only {busy:.0%} busy (mean round "
+            f"{ratio_to_ideal:.2f}× the link-rate ideal): these times measure this machine ({machine()}) and the "
+            f"hosts' sending schedule, not the links; --link-mbps auto picks a rate this machine keeps busy, "
+            f"--interleave sends the sub-models in turn")
 
 
 def cpu_model() -> str:
