@@ -34,20 +34,28 @@ reproduce: setup
 	$(PY) -m experiments.esa_jct
 	$(PY) -m experiments.aro_study
 
+# Link rate of run-fattree and run-training: auto (a probe times this machine and picks the rate at
+# which the links, not the CPU, set the pace; printed with the reason) or Mb/s, e.g.
+# `make run-fattree LINK_MBPS=20`.
+LINK_MBPS ?= auto
+
 # End-to-end emulation (root, Mininet): two jobs sharing a k=4 fat-tree of 20 p4sim switches,
 # plain PS vs ATP vs ESA (preemption) vs SwitchML vs GOAT vs ARO vs InArt, plans over P4Runtime;
 # results/fattree/{results.csv,rounds.csv,summary.md,fattree.png}. Other experiments:
 # `python -m emulation.run --help`.
 run-fattree: setup
 	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
-	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --out results/fattree
+	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --link-mbps $(LINK_MBPS) \
+	    --out results/fattree
 
-# Data-parallel training through the switches (root, Mininet): an MLP on scikit-learn's digits,
-# 4 workers on the k=4 fat-tree, torch DDP with the INA hook (every step checked against gloo), then
-# with gloo, same seed (~1 min);
+# Data-parallel training through the switches (root, Mininet): a 1.1M-parameter MLP ("wide") on
+# scikit-learn's digits, 8 workers under one programmable ToR of the k=4 fat-tree (GOAT aggregates
+# there), torch DDP with the INA hook, then with gloo's ring all-reduce over the same fabric, same
+# seed; prints both times per iteration, the speedup and the bound the links allow;
 # results/training/{losses.csv,summary.md,training.png}.
 run-training: setup
-	$(PY) -m emulation.train --verify --out results/training
+	$(PY) -m emulation.train --model wide --workers 8 --hosts-per-edge 8 --switch-mb 5 --steps 20 \
+	    --link-mbps $(LINK_MBPS) --out results/training
 
 clean:
 	rm -rf .venv .venv-lock build *.egg-info .pytest_cache

@@ -21,26 +21,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from controller.deploy import DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, ina_fraction
+from controller.deploy import DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, ina_fraction, lpm_path, next_hops
 from controller.model import Job, Topology
-from hostlib.protocol import MAX_WORKERS
+from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS
 from training.allreduce import InaJob
 from training.launch import MODES, PNG, machine, merge, plot_jobs, read_rows, wait_workers, worker_command, write_report
-from training.train_digits import MODELS, ModelSpec
+from training.train_digits import DEFAULT_HIDDEN, MODELS, ModelSpec
 
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale_for, place_jobs
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
-from .run import DEPLOYABLE, plan_scheme
+from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor
+from .run import DEPLOYABLE, INTERLEAVE, interleave_submodels, link_bounds, plan_scheme
 
 GLOO_PORT = 29500
 # a ceiling of 0.5 s as emulation.run: an aggregate's round trip includes the other workers'
@@ -48,14 +51,18 @@ GLOO_PORT = 29500
 RTO = {"initial": 0.3, "minimum": 0.03, "maximum": 0.5}
 
 
-def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
+def ina_job(dep: Deployment, rto: dict[str, float] | None = None, interleave: int = INTERLEAVE) -> InaJob:
     """The deployment as the workers' and PS's job description: addresses, plan labels,
-    sub-model split, reminder routes."""
+    sub-model split, reminder routes. ``interleave``: the sub-models cut into chunks of that many
+    fragments, dealt in turn (emulation.run.interleave_submodels), so a bucket loads every
+    aggregation node's links at once; 0: the plan's sub-models one after another."""
     a, cfg = dep.addresses, dep.job_config
+    parents, sizes = interleave_submodels(dep.submodel_sizes, DEFAULT_LANES, interleave)
+    nodes = None if cfg.submodel_nodes is None else \
+        {c: list(cfg.submodel_nodes[g]) for c, g in enumerate(parents) if g in cfg.submodel_nodes}
     return InaJob(dep.job_id, a[dep.ps].ip, [(a[w].ip, a[w].mac) for w in dep.workers],
-                  [list(dep.labels[w]) for w in dep.workers], list(dep.submodel_sizes), dict(cfg.reminder_via),
-                  None if cfg.submodel_nodes is None else {s: list(v) for s, v in cfg.submodel_nodes.items()},
-                  ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
+                  [[dep.labels[w][g] for g in parents] for w in dep.workers], sizes, dict(cfg.reminder_via),
+                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
 
 
 def job_name(dep: Deployment) -> str:
@@ -84,6 +91,69 @@ def plan_and_deploy(topo: Topology, jobs: Sequence[Job], scheme: str = "goat",
     jobs = list(jobs)
     return deploy_jobs(topo, jobs, plan_scheme(scheme, topo, jobs), pool_size=pool_size,
                        total_elements={j.name: m.n_parameters for j, m in zip(jobs, models, strict=True)})
+
+
+TCP_MSS = 1448             # gloo's TCP segments on a 1500-byte MTU (timestamps on)
+TCP_FRAME = 14 + 20 + 32   # Ethernet, IPv4, TCP with timestamps: bytes around a segment, and an ACK's size
+
+
+@dataclass(frozen=True)
+class StepTraffic:
+    """What one training step's gradient averaging puts on the busiest link, per mode (wire bytes)."""
+    ina_bytes: float          # INA: the plan's busiest link in a lossless value round (in-process twin)
+    ina_link: str
+    gloo_bytes: float         # gloo's ring all-reduce over the LPM routes (segments and their ACKs)
+    gloo_link: str
+    workers: int
+
+    @property
+    def textbook(self) -> float:
+        """Ring all-reduce moves 2(n-1)/n of the model over each worker link each way, INA one model."""
+        return 2 * (self.workers - 1) / self.workers
+
+    @property
+    def bound(self) -> float:
+        """The speedup the links allow on this placement: gloo's busiest link over INA's, in wire
+        bytes (INA's 62 header bytes per 256 gradient bytes and TCP's per 1448 included)."""
+        return self.gloo_bytes / self.ina_bytes
+
+    def describe(self, mbps: float) -> str:
+        at = lambda b: 8 * b / (mbps * 1e6)          # noqa: E731
+        return (f"traffic bound per step: ring all-reduce moves 2(n-1)/n = {self.textbook:.2f} models over each "
+                f"worker link each way, INA one; on the wire, with headers, over this placement: gloo "
+                f"{self.gloo_bytes / 1e6:.2f} MB on its busiest link ({self.gloo_link}, {at(self.gloo_bytes):.2f} s at "
+                f"{mbps:g} Mb/s), INA {self.ina_bytes / 1e6:.2f} MB ({self.ina_link}, {at(self.ina_bytes):.2f} s): "
+                f"INA can be at most {self.bound:.2f}× faster per step")
+
+
+def ring_link_bytes(topo: Topology, hosts: Sequence[str], gradient_bytes: float) -> dict[tuple[str, str], float]:
+    """Wire bytes per directed link of one ring all-reduce (gloo's algorithm: reduce-scatter then
+    all-gather, rank r sending 2(n-1)/n of the gradient to rank r+1) over the LPM routes: TCP
+    segments on the way, one ACK per two segments on the way back."""
+    n = len(hosts)
+    if n < 2:
+        return {}
+    data = 2 * (n - 1) / n * gradient_bytes
+    segments = math.ceil(data / TCP_MSS)
+    hops = next_hops(topo)
+    out: dict[tuple[str, str], float] = {}
+    for r, src in enumerate(hosts):
+        path = lpm_path(topo, hops, src, hosts[(r + 1) % n])
+        for a, b in zip(path, path[1:]):
+            out[(a, b)] = out.get((a, b), 0.0) + data + segments * TCP_FRAME
+            out[(b, a)] = out.get((b, a), 0.0) + segments / 2 * TCP_FRAME
+    return out
+
+
+def step_traffic(topo: Topology, fd: FabricDeployment, models: Sequence[ModelSpec]) -> StepTraffic:
+    """The first job's :class:`StepTraffic`: INA's value round counted on the in-process twin
+    (``fd`` deployed for the model's gradient, a pool that never collides), gloo's ring by route."""
+    dep, model = fd.jobs[0], models[0]
+    spec = [JobSpec(m.n_parameters * 4 / 1e6, 1) for m in models]
+    bound = link_bounds(topo, fd, spec, bw_scale=bw_scale_for(topo, LINK_MBPS))[dep.job_id]
+    ring = ring_link_bytes(topo, dep.workers, 4.0 * model.n_parameters)
+    busiest = max(ring, key=ring.__getitem__)
+    return StepTraffic(bound.busiest_bytes, bound.link, ring[busiest], "→".join(busiest), len(dep.workers))
 
 
 def _wait_file(path: Path, proc: subprocess.Popen, log: Path, timeout: float) -> None:
@@ -171,16 +241,49 @@ def run_jobs(net: EmuNet, deps: Sequence[Deployment], specs: Sequence[InaJob], m
         return [f.result() for f in futures]
 
 
+PROBE_STEPS = 4            # --link-mbps auto: steps per mode on fast links (the first is left out)
+
+
+def probe_link_mbps(net: EmuNet, deps: Sequence[Deployment], traffic: StepTraffic, workdir: Path, *,
+                    modes: Sequence[str], extras: Sequence[Sequence[str]], seed: int, timeout: float,
+                    interleave: int, log: Callable[[str], None] = print) -> tuple[float, str]:
+    """``--link-mbps auto`` for training: a few steps of every mode on ``net`` (built at
+    PROBE_MBPS, where the links do not matter) time this machine; the rate is the one at which
+    each mode's busiest link (``traffic``) needs HEADROOM × its step's CPU time
+    (emulation.calibrate.choose_link_mbps, one "link" per mode). Returns (Mb/s, why)."""
+    cpu: dict[str, float] = {}
+    for mode in modes:
+        res = run_jobs(net, deps, [ina_job(d, interleave=interleave) for d in deps], mode, workdir / "probe",
+                       extras=extras, steps=PROBE_STEPS, seed=seed, timeout=timeout)
+        cpu[mode] = sum(max(r[i]["seconds"] for r in res[0]["rows"]) for i in range(1, PROBE_STEPS)) / (PROBE_STEPS - 1)
+    wire = {"ina": traffic.ina_bytes, "gloo": traffic.gloo_bytes}
+    # the rate at which a mode's busiest link needs HEADROOM × its step's CPU time; the slowest wins
+    rates = {m: 8 * wire[m] / (HEADROOM * cpu[m]) / 1e6 for m in modes}
+    mode = min(rates, key=rates.__getitem__)
+    rate = nice_floor(rates[mode])
+    link_s = 8 * wire[mode] / (rate * 1e6)
+    why = (f"--link-mbps auto: {rate:g} Mb/s. Probe ({PROBE_STEPS} steps per mode on {PROBE_MBPS:g} Mb/s links, "
+           f"{machine_line()}): a step took " + ", ".join(f"{m} {cpu[m]:.2f} s" for m in modes)
+           + f" of this machine; at {rate:g} Mb/s {mode}'s busiest link needs {link_s:.2f} s per step "
+           f"({link_s / cpu[mode]:.1f}× its CPU time, headroom {HEADROOM:g}), so the links, not the CPU, "
+           "set the pace of both modes")
+    return rate, why
+
+
 def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str = "goat", steps: int = 200,
                  modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0,
                  models: Sequence[ModelSpec] = (ModelSpec(),), pool_size: int = DEFAULT_POOL,
-                 link_mbps: float = LINK_MBPS, timeout: float = 900.0, loss: float = 0.0,
-                 log: Callable[[str], None] = print,
+                 link_mbps: float | str = LINK_MBPS, timeout: float = 900.0, loss: float = 0.0,
+                 window: int = 8, interleave: int = INTERLEAVE, log: Callable[[str], None] = print,
                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Plan, deploy, build the net, install, then train once per mode in it, all jobs at once
     (job k trains ``models[k]``). ``loss``: drop rate of every switch port (INA recovers by
-    retransmission, gloo by TCP). Returns per mode the list of the jobs' :func:`run_mode`
-    results, plus the jobs' deployments (``"deployments"``)."""
+    retransmission, gloo by TCP); ``window``: INA fragments in flight per worker; ``link_mbps``
+    "auto": the net is built at PROBE_MBPS, a probe times both modes (:func:`probe_link_mbps`)
+    and the links are re-rated before training. Returns per mode the list of the jobs'
+    :func:`run_mode` results, the jobs' deployments (``"deployments"``), the link rate
+    (``"link_mbps"``, with ``"link_why"`` under auto) and the first job's :class:`StepTraffic`
+    (``"traffic"``)."""
     fd = plan_and_deploy(topo, jobs, scheme, models, pool_size)
     deps = fd.jobs
     for dep, model in zip(deps, models, strict=True):
@@ -188,10 +291,15 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
             f"PS {dep.ps}; gradient {model.n_parameters} values ({model.kind}) in sub-models "
             f"{dep.submodel_sizes}; aggregation nodes: "
             + (", ".join(f"{n} ({dep.levels[n]})" for n in dep.ina_switches) or "none (the PS aggregates)"))
-    net = EmuNet(topo, bw_scale=bw_scale_for(topo, link_mbps), log_dir=out / "logs")
+    t = time.time()
+    traffic = step_traffic(topo, plan_and_deploy(topo, jobs, scheme, models, DEFAULT_POOL), models)
+    log(f"per-step traffic counted in {time.time() - t:.1f} s; {traffic.describe(LINK_MBPS)} (at {LINK_MBPS:g} Mb/s)")
+    auto = link_mbps == "auto"
+    rate = PROBE_MBPS if auto else float(link_mbps)
+    net = EmuNet(topo, bw_scale=bw_scale_for(topo, rate), log_dir=out / "logs")
     if loss:
         net.with_switch_options(drop_rate=loss, seed=seed + 1)
-    results: dict[str, Any] = {"deployments": deps}
+    results: dict[str, Any] = {"deployments": deps, "traffic": traffic}
     try:
         t = time.time()
         net.build()                     # waits while another emulated network holds the machine's lock
@@ -202,12 +310,21 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
         t = time.time()
         entries = install(net, fd.ops)
         log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
-        extras = [[*m.cli_args(), "--timeout", "120"] for m in models]
+        extras = [[*m.cli_args(), "--timeout", "120", "--window", str(window)] for m in models]
+        if auto:
+            t = time.time()
+            rate, why = probe_link_mbps(net, deps, traffic, out / "runs", modes=modes, extras=extras, seed=seed,
+                                        timeout=timeout, interleave=interleave, log=log)
+            net.set_bw_scale(bw_scale_for(topo, rate))
+            results["link_why"] = why
+            log(f"{why} (probe: {time.time() - t:.0f} s)")
+        results["link_mbps"] = rate
+        log(traffic.describe(rate))
         for mode in modes:
             t = time.time()
-            results[mode] = run_jobs(net, deps, [ina_job(d) for d in deps], mode, out / "runs", extras=extras,
-                                     progress=progress, steps=steps, verify=verify and mode == "ina", seed=seed,
-                                     timeout=timeout)
+            results[mode] = run_jobs(net, deps, [ina_job(d, interleave=interleave) for d in deps], mode,
+                                     out / "runs", extras=extras, progress=progress, steps=steps,
+                                     verify=verify and mode == "ina", seed=seed, timeout=timeout)
             log(f"[{mode}] {steps} steps{f' of {len(deps)} jobs at once' if len(deps) > 1 else ''} "
                 f"in {time.time() - t:.1f} s")
     finally:
@@ -219,7 +336,7 @@ def fragments_sent(res: dict[str, Any]) -> int:
     return sum(w["sent"] for w in res.get("workers", []))
 
 
-def parse_models(arg: str, hidden: int, jobs: int | None) -> list[ModelSpec]:
+def parse_models(arg: str, hidden: int | None, jobs: int | None) -> list[ModelSpec]:
     """``--model`` (one kind for every job, or a comma list: one per job) and ``--jobs``."""
     kinds = [k.strip() for k in arg.split(",") if k.strip()]
     bad = [k for k in kinds if k not in MODELS]
@@ -230,7 +347,8 @@ def parse_models(arg: str, hidden: int, jobs: int | None) -> list[ModelSpec]:
         raise ValueError(f"--jobs {jobs}: must be at least 1")
     if len(kinds) not in (1, n):
         raise ValueError(f"--model {arg!r}: {len(kinds)} models for {n} jobs (give one, or one per job)")
-    return [ModelSpec(k, hidden) for k in (kinds * n if len(kinds) == 1 else kinds)]
+    return [ModelSpec(k, DEFAULT_HIDDEN[k] if hidden is None else hidden)
+            for k in (kinds * n if len(kinds) == 1 else kinds)]
 
 
 def check_args(args: argparse.Namespace) -> tuple[list[str], list[ModelSpec], Topology, list[Job]]:
@@ -244,16 +362,26 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[ModelSpec], To
         raise ValueError(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
     if args.hosts_per_edge is not None and args.hosts_per_edge < 1:
         raise ValueError(f"--hosts-per-edge {args.hosts_per_edge}: must be at least 1")
-    for name in ("steps", "hidden"):
+    if args.hidden is not None and args.hidden < 1:
+        raise ValueError(f"--hidden {args.hidden}: must be at least 1")
+    for name in ("steps",):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
     if not 0.0 <= args.programmable <= 1.0:
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
     if not 0.0 <= args.loss < 1.0:
         raise ValueError(f"--loss {args.loss}: a drop rate in [0, 1)")
-    for name in ("link_mbps", "timeout"):
-        if not getattr(args, name) > 0:
-            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
+    if args.link_mbps != "auto":
+        try:
+            args.link_mbps = float(args.link_mbps)
+        except ValueError:
+            raise ValueError(f"--link-mbps {args.link_mbps!r}: a rate in Mb/s or auto") from None
+        if not 0 < args.link_mbps <= PROBE_MBPS:
+            raise ValueError(f"--link-mbps {args.link_mbps:g}: a rate in (0, {PROBE_MBPS:g}] Mb/s")
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout {args.timeout}: must be positive")
+    if args.window < 1 or args.interleave < 0:
+        raise ValueError(f"--window {args.window} / --interleave {args.interleave}: at least 1 / 0")
     if args.switch_mb is not None and args.switch_mb <= 0:
         raise ValueError(f"--switch-mb {args.switch_mb:g}: must be positive")
     if not (1 <= args.pool <= DEFAULT_POOL and args.pool & (args.pool - 1) == 0):
@@ -322,12 +450,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="INA: also average every step's gradients with gloo and check the INA mean against it "
                          "(adds gloo traffic; the reported step time leaves the check out)")
     ap.add_argument("--model", default="mlp",
-                    help="mlp (default: 4810 parameters at --hidden 64) or cnn (two 3x3 convolutions with "
-                         "max-pooling, then hidden-10: 6058 parameters); a comma list gives each job its own")
-    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the last layers (default 64)")
-    ap.add_argument("--link-mbps", type=float, default=LINK_MBPS,
+                    help="mlp (default: 4810 parameters at --hidden 64), cnn (two 3x3 convolutions with "
+                         "max-pooling, then hidden-10: 6058 parameters) or wide (64-hidden-hidden-10: 1,126,410 "
+                         "parameters at its default --hidden 1024, large enough that moving gradients dominates a "
+                         "step: make run-training's model); a comma list gives each job its own")
+    ap.add_argument("--hidden", type=int, default=None, help="hidden units of the last layers (default 64; wide: 1024)")
+    ap.add_argument("--link-mbps", default=str(LINK_MBPS), metavar="MBPS|auto",
                     help=f"rate of the fastest link in Mb/s (default {LINK_MBPS:g}, as emulation.run); others scale "
-                         "with it")
+                         f"with it. auto: the net starts at {PROBE_MBPS:g} Mb/s, {PROBE_STEPS} steps of each mode time "
+                         f"this machine, and the links are re-rated so that each mode's busiest link needs "
+                         f"{HEADROOM:g}x its step's CPU time (time dilation: the links, not the CPU, set the pace); "
+                         "the rate is printed with the reason")
+    ap.add_argument("--window", type=int, default=32,
+                    help="INA fragments in flight per worker (default 32)")
+    ap.add_argument("--interleave", type=int, default=INTERLEAVE, metavar="F",
+                    help=f"INA workers send the plan's sub-models in chunks of F fragments, in turn (default "
+                         f"{INTERLEAVE}; 0: one after another), so every aggregation node's links are busy at once")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="drop rate of every switch port, e.g. 0.01 (INA retransmits, gloo's TCP recovers)")
     ap.add_argument("--seed", type=int, default=0)
@@ -348,11 +486,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tqdm import tqdm
     out = Path(args.out)
     print(f"{topo.name}: {len(topo.switches())} switches ({', '.join(topo.programmable_switches())} programmable), "
-          f"{len(topo.hosts())} hosts, {args.link_mbps:g} Mb/s links")
+          f"{len(topo.hosts())} hosts, link rate {args.link_mbps if args.link_mbps == 'auto' else f'{args.link_mbps:g} Mb/s'}"
+          f"; machine: {machine_line()}")
     with tqdm(total=args.steps * len(modes) * len(jobs), unit="step", disable=args.quiet, file=sys.stderr) as bar:
         res = run_training(topo, jobs, out, scheme=args.scheme, steps=args.steps, modes=modes, verify=args.verify,
                            seed=args.seed, models=models, pool_size=args.pool, link_mbps=args.link_mbps,
-                           timeout=args.timeout, loss=args.loss, log=tqdm.write, progress=bar.update)
+                           timeout=args.timeout, loss=args.loss, window=args.window, interleave=args.interleave,
+                           log=tqdm.write, progress=bar.update)
+    args.link_mbps = res["link_mbps"]
     together = f"; {len(jobs)} jobs training at once" if len(jobs) > 1 else ""
     ok = True
     rows_by_job: dict[str, list[dict[str, Any]]] = {}
@@ -363,14 +504,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows, ina_line = job_report(res, k, modes)
         rows_by_job[job_name(dep)] = rows
         setup_line = (f"Machine: {machine()}. Network: {topo.name}, {len(topo.switches())} p4sim switches "
-                      f"(v1model ina.p4), fastest link {args.link_mbps:g} Mb/s, {args.loss:.1%} loss per switch "
+                      f"(v1model ina.p4), fastest link {args.link_mbps:g} Mb/s"
+                      + (" (auto: below)" if "link_why" in res else "") + f", {args.loss:.1%} loss per switch "
                       f"port{together}; {args.workers} workers and the PS in Mininet hosts; plan {args.scheme}, "
                       f"{args.pool} aggregators per switch, aggregation at "
                       f"{', '.join(dep.ina_switches) or 'the PS only'}; gloo: TCP between the same hosts. {ina_line}")
         where = out if len(jobs) == 1 else out / job_name(dep)
+        notes = [res["link_why"]] if "link_why" in res else []
+        if k == 0:
+            notes.append(res["traffic"].describe(args.link_mbps))
         s = write_report(where, rows, title=f"digits {model.kind.upper()}, {args.workers} workers, {topo.name}, "
                          f"{args.scheme}" + (f", {job_name(dep)} of {len(jobs)}" if len(jobs) > 1 else ""),
-                         setup=setup_line)
+                         setup=setup_line, notes=notes, bound=res["traffic"].bound if k == 0 else None)
         ok &= s.get("max_grad_ratio", 0.0) <= 1.0
         cell = lambda key, fmt: format(s[key], fmt) if key in s else "—"      # noqa: E731
         overview.append(f"| [{job_name(dep)}]({job_name(dep)}/summary.md) | {model.kind} | "

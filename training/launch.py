@@ -136,9 +136,11 @@ def summary(rows: Sequence[Mapping[str, Any]], *, skip: int = 1) -> dict[str, An
     return out
 
 
-def write_report(out: Path, rows: Sequence[Mapping[str, Any]], *, title: str, setup: str) -> dict[str, Any]:
+def write_report(out: Path, rows: Sequence[Mapping[str, Any]], *, title: str, setup: str,
+                 notes: Sequence[str] = (), bound: float | None = None) -> dict[str, Any]:
     """losses.csv, training.png (both loss curves, their difference, time per step) and
-    summary.md under ``out``; returns :func:`summary`."""
+    summary.md under ``out`` (with ``notes`` as a list, and INA's speedup over gloo per
+    iteration next to ``bound``, the speedup the links allow); returns :func:`summary`."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "losses.csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -153,6 +155,14 @@ def write_report(out: Path, rows: Sequence[Mapping[str, Any]], *, title: str, se
               f"{cell('gloo_median_s_per_iter', '.4f')} |",
               f"| loss at step 0 | {cell('ina_first_loss', '.5f')} | {cell('gloo_first_loss', '.5f')} |",
               f"| loss at the last step | {cell('ina_final_loss', '.5f')} | {cell('gloo_final_loss', '.5f')} |", ""]
+    if "ina_s_per_iter" in s and "gloo_s_per_iter" in s:
+        s["speedup"] = s["gloo_s_per_iter"] / s["ina_s_per_iter"]
+        s["median_speedup"] = s["gloo_median_s_per_iter"] / s["ina_median_s_per_iter"]
+        lines.append(f"INA per iteration: {s['speedup']:.2f}× gloo's speed (mean; median {s['median_speedup']:.2f}×)"
+                     + (f", of at most {bound:.2f}× the links allow (below)" if bound else "") + ".")
+        lines.append("")
+    if notes:
+        lines += [f"* {n}" for n in notes] + [""]
     if "max_loss_diff" in s:
         lines.append(f"max |loss_ina - loss_gloo| over {s['steps']} steps: {s['max_loss_diff']:.3g} "
                      f"({s['max_loss_diff_ulps']:.3g} float32 spacings of the loss; identical floats at "
@@ -223,12 +233,20 @@ def plot_jobs(path: Path, rows_by_job: Mapping[str, Sequence[Mapping[str, Any]]]
 
 
 def machine() -> str:
-    """A one-line description of where this ran (CPU count, OS), for summaries."""
+    """A one-line description of where this ran (CPU model and count, OS), for summaries."""
     try:
         pretty = next(l.split("=", 1)[1].strip('"\n') for l in open("/etc/os-release") if l.startswith("PRETTY_NAME="))
     except (OSError, StopIteration):
         pretty = sys.platform
-    return f"{pretty}, {os.cpu_count()} CPU cores, CPU only (torch {_torch_version()})"
+    return f"{pretty}, {_cpu_model()}, {os.cpu_count()} CPU cores, CPU only (torch {_torch_version()})"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(" ".join(l.split(":", 1)[1].split()) for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown CPU"
 
 
 def _torch_version() -> str:

@@ -56,14 +56,17 @@ def load_data() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy((x / 16.0).astype(np.float32)), torch.from_numpy(y.astype(np.int64))
 
 
-MODELS = ("mlp", "cnn")
+MODELS = ("mlp", "cnn", "wide")
+# hidden units when --hidden is not given: wide's 1024 make ~1.1M parameters (4.4 MB of fp32
+# gradient per step), enough that moving gradients, not computing them, dominates a step
+DEFAULT_HIDDEN = {"mlp": 64, "cnn": 64, "wide": 1024}
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The network every rank builds: ``mlp`` (64 pixels → hidden → 10) or ``cnn`` (the 8×8
+    """The network every rank builds: ``mlp`` (64 pixels → hidden → 10), ``cnn`` (the 8×8
     image through two 3×3 convolutions of 8 and 16 channels, each with ReLU and 2×2 max-pooling,
-    then 64 → hidden → 10)."""
+    then 64 → hidden → 10) or ``wide`` (64 → hidden → hidden → 10, ReLU between)."""
     kind: str = "mlp"
     hidden: int = 64
 
@@ -72,6 +75,8 @@ class ModelSpec:
         h = self.hidden
         if self.kind == "mlp":
             return nn.Sequential(nn.Linear(64, h), nn.ReLU(), nn.Linear(h, 10))
+        if self.kind == "wide":
+            return nn.Sequential(nn.Linear(64, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(), nn.Linear(h, 10))
         if self.kind == "cnn":
             return nn.Sequential(nn.Unflatten(1, (1, 8, 8)),
                                  nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -84,7 +89,8 @@ class ModelSpec:
         """Gradient length (what an INA deployment is sized for)."""
         h = self.hidden
         convs = (9 * 8 + 8) + (8 * 9 * 16 + 16) if self.kind == "cnn" else 0
-        return convs + 64 * h + h + h * 10 + 10
+        middle = h * h + h if self.kind == "wide" else 0
+        return convs + 64 * h + h + middle + h * 10 + 10
 
     def cli_args(self) -> list[str]:
         """The worker command line's options for this model."""
@@ -139,7 +145,7 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
     ddp: DistributedDataParallel | None = None
     rows: list[dict[str, Any]] = []
     try:
-        model = ModelSpec(args.model, args.hidden).build(args.seed)
+        model = ModelSpec(args.model, args.hidden).build(args.seed)      # check_args filled hidden in
         ddp = DistributedDataParallel(model)
         if args.allreduce == "ina":
             ina = InaAllReduce(InaJob.load(args.ina_job), args.rank, window=args.window, timeout=args.timeout)
@@ -246,8 +252,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
     ap.add_argument("--model", choices=MODELS, default="mlp",
                     help="mlp: 64-hidden-10 (4810 parameters at --hidden 64); cnn: two 3x3 convolutions "
-                         "with max-pooling, then hidden-10 (6058 parameters)")
-    ap.add_argument("--hidden", type=int, default=64, help="hidden units of the last layers (default 64)")
+                         "with max-pooling, then hidden-10 (6058 parameters); wide: 64-hidden-hidden-10 "
+                         "(1,126,410 parameters at its default --hidden 1024)")
+    ap.add_argument("--hidden", type=int, default=None,
+                    help="hidden units of the last layers (default 64; wide: 1024)")
     ap.add_argument("--seed", type=int, default=0, help="weights, shards and batches (default 0)")
     ap.add_argument("--window", type=int, default=8, help="INA fragments awaiting a result per worker")
     ap.add_argument("--timeout", type=float, default=120.0, help="s to wait for a rendezvous or an INA round")
@@ -261,6 +269,8 @@ def parser() -> argparse.ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     """ValueError (one line) for arguments that cannot work."""
+    if args.hidden is None:
+        args.hidden = DEFAULT_HIDDEN[args.model]
     if args.world_size < 1:
         raise ValueError(f"--world-size {args.world_size}: must be at least 1")
     if not 0 <= args.rank < args.world_size:
