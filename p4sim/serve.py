@@ -1,7 +1,7 @@
 """``python -m p4sim serve``: run a P4 program as a switch on Linux interfaces.
 
     python -m p4sim serve PROGRAM.p4 [--arch v1model|tna] [-I DIR]... [--device-id N]
-        [--grpc-addr HOST:PORT] [--bfrt-addr HOST:PORT] [-i PORTNUM@IFACE ...] [--cpu-port N]
+        [--grpc-addr HOST:PORT] [--bfrt-addr HOST:PORT [--bfrt-json FILE]] [-i PORTNUM@IFACE ...] [--cpu-port N]
         [--drop-rate P] [--delay-ms D] [--jitter-ms J] [--seed S]
         [--impair N:drop=P,delay=D,jitter=J]... [--pcap-dir DIR] [--log-level LEVEL]
 
@@ -10,7 +10,9 @@ Once everything is up, one line ``p4sim: serving PROGRAM on ports 1@eth1,... grp
 SIGUSR1 logs the port counters. Without ``--grpc-addr`` no P4Runtime server is started (the
 program then runs with its const entries and default actions only). ``--bfrt-addr`` (TNA
 programs only) serves BfRuntime, Tofino's control API, as bf_switchd does (see
-:mod:`p4sim.bfrt.server`); it may be given with or without ``--grpc-addr``. Without ``-i`` the switch
+:mod:`p4sim.bfrt.server`); it may be given with or without ``--grpc-addr``; ``--bfrt-json FILE``
+serves a compiler's bf-rt.json (bf-p4c's ids, names and annotations) instead of p4sim's own,
+and refuses to start if it does not describe the program. Without ``-i`` the switch
 has no data ports, like ``simple_switch_grpc`` started without interfaces: P4Runtime works
 and PacketOut frames still go through the pipeline (outputs to the CPU port come back as
 PacketIn, to any other port they are counted and dropped); the ready line says ``ports none``.
@@ -95,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="P4Runtime listen address (port 0: any free port)")
     p.add_argument("--bfrt-addr", default=None, metavar="HOST:PORT",
                    help="BfRuntime listen address, TNA programs only (port 0: any free port)")
+    p.add_argument("--bfrt-json", default=None, metavar="FILE",
+                   help="serve this bf-rt.json (e.g. bf-p4c's) instead of p4sim's own; it must "
+                        "describe the program (names, keys, actions, fields)")
     p.add_argument("-i", dest="interfaces", action="append", default=[],
                    metavar="PORTNUM@IFACE",
                    help="bind a switch port to an interface (none: a control-plane-only switch)")
@@ -187,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _parse_addr(args.bfrt_addr, "--bfrt-addr")
             if args.arch != "tna":
                 raise UsageError("--bfrt-addr serves TNA programs: add --arch tna")
+        if getattr(args, "bfrt_json", None) is not None and args.bfrt_addr is None:
+            raise UsageError("--bfrt-json is the schema BfRuntime serves: add --bfrt-addr")
         ports = _make_ports(args)
     except UsageError as e:
         print(f"p4sim serve: error: {e}", file=sys.stderr)
@@ -263,11 +270,6 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
         except OSError as e:
             raise UsageError(f"cannot create --pcap-dir {args.pcap_dir!r}: {e}") from None
     loop = DataplaneLoop(switch, ports, cpu_port=args.cpu_port)
-    try:
-        loop.open()
-    except PortError as e:
-        raise UsageError(str(e)) from None
-
     loader = make_loader(program=args.program, arch=args.arch, include_dirs=include_dirs,
                          cpu_port=args.cpu_port, seed=args.seed,
                          backend=getattr(args, "backend", None))
@@ -275,6 +277,25 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
     def on_switch_change(new_switch: Any) -> None:
         loop.set_switch(new_switch)  # atomic: later frames see the committed pipeline
         log.info("pipeline reloaded: the dataplane now runs the new program")
+
+    bfrt: Any = None
+    if args.bfrt_addr is not None:
+        # built before any port opens: a schema that does not fit the program refuses the start
+        from p4sim.bfrt.server import BfRtServer
+        schema = _read_bfrt_json(args.bfrt_json) if getattr(args, "bfrt_json", None) else None
+        try:
+            bfrt = BfRtServer(switch, device_id=args.device_id, loader=loader,
+                              ports={p.number for p in ports} if ports else None,
+                              on_switch_change=on_switch_change, bfrt_json=schema,
+                              include_dirs=include_dirs)
+        except P4SimError as e:
+            where = f"--bfrt-json {args.bfrt_json}" if schema is not None else "BfRuntime"
+            raise UsageError(f"{where}: {e}") from None
+
+    try:
+        loop.open()
+    except PortError as e:
+        raise UsageError(str(e)) from None
 
     served = ServedSwitch(args, loop)
     grpc_text = "none"
@@ -298,11 +319,7 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
             served.server = server
             grpc_text = f"{host}:{bound}"
             loop.cpu_handler = server.send_packet_in
-        if args.bfrt_addr is not None:
-            from p4sim.bfrt.server import BfRtServer
-            bfrt = BfRtServer(switch, device_id=args.device_id, loader=loader,
-                              ports={p.number for p in ports} if ports else None,
-                              on_switch_change=on_switch_change)
+        if bfrt is not None:
             host, _ = _parse_addr(args.bfrt_addr, "--bfrt-addr")
             try:
                 bfrt_text = f" bfrt {host}:{bfrt.start(args.bfrt_addr)}"
@@ -317,6 +334,22 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
     served.ready_line = (f"{READY_PREFIX} {args.program} on ports {port_text} grpc {grpc_text}"
                          f"{bfrt_text} device-id {args.device_id} pid {os.getpid()}")
     return served
+
+
+def _read_bfrt_json(path: str) -> dict[str, Any]:
+    """A bf-rt.json file for ``--bfrt-json`` (UsageError, one line, if it is not one)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as e:
+        raise UsageError(f"--bfrt-json {path}: cannot read it: {e.strerror}") from None
+    except ValueError as e:
+        raise UsageError(f"--bfrt-json {path}: not JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("tables"), list):
+        raise UsageError(f"--bfrt-json {path}: not a bf-rt.json (no \"tables\" list)")
+    return doc
 
 
 def _serve(args: argparse.Namespace, ports: list[Port]) -> int:

@@ -136,9 +136,11 @@ def _table_spec(t: dict[str, Any]) -> TableSpec:
                           [_data_spec(d) for d in a.get("data", [])])
                for a in t.get("action_specs", [])]
     data = [_data_spec(d) for d in t.get("data", []) if "singleton" in d or "id" in d]
+    # bf-p4c marks a table with const entries by its "ConstTable" attribute; older
+    # schemas (and p4sim's before it wrote bf-p4c's) by "is_const_table"
+    const = bool(t.get("is_const_table", False)) or "ConstTable" in (t.get("attributes") or [])
     return TableSpec(int(t["id"]), t["name"], t.get("table_type", ""), int(t.get("size", 0)),
-                     keys, actions, data, bool(t.get("has_const_default_action", False)),
-                     bool(t.get("is_const_table", False)))
+                     keys, actions, data, bool(t.get("has_const_default_action", False)), const)
 
 
 class BfRtInfo:

@@ -20,6 +20,13 @@ What a client sees is what bf_switchd's BfRuntime server offers for the same pro
 * StreamChannel: the Subscribe handshake (answered with status OK, or ALREADY_EXISTS for a
   client id in use / NOT_FOUND for another device); a client's binding ends with its stream.
 
+The schema served is the one bf-p4c writes for the program (:mod:`p4sim.bfrt.bfrt_json`), or a
+given compiler bf-rt.json (``BfRtServer(bfrt_json=...)``, ``p4sim serve --bfrt-json FILE``)
+whose ids, names and annotations are served unchanged once every table, key, action and field
+in it has been matched by name with the program's. Tables bf-p4c lists that p4sim does not
+model (``<hash>.configure/compute/algorithm``, ``snapshot.*``, ``$PORT_METADATA``,
+``tbl_dbg_counter``) are listed; requests to them answer UNIMPLEMENTED.
+
 Not modelled: counters, meters, action profiles/selectors, digests, idle timeouts, LAGs,
 $PORT's effect on forwarding ($PORT_ENABLE does not stop frames), multiple pipes.
 """
@@ -90,54 +97,94 @@ def default_loader(arch: str = "tna", include_dirs: list[str] | None = None,
     return load
 
 
-class _Pipeline:
-    """One loaded program: the switch, its BfRt schema and how schema names map to it."""
+# tables bf-p4c lists that p4sim shows but does not model: requests to them answer UNIMPLEMENTED
+UNSUPPORTED_TYPES = ("DynHashAlgorithm", "DynHashConfigure", "DynHashCompute", "SnapshotCfg",
+                     "SnapshotTrigger", "SnapshotData", "SnapshotLiveness", "PortMetadata",
+                     "TblDbgCnt")
 
-    def __init__(self, switch: Any, p4_name: str, bfrt_json: dict[str, Any] | None = None) -> None:
+
+def _width_of(spec: Any) -> tuple[str, int]:
+    return spec.type, spec.width
+
+
+class _Pipeline:
+    """One loaded program: the switch, its BfRt schema and how schema names map to it.
+
+    ``bfrt_json``: a schema to serve instead of p4sim's own (a compiler's bf-rt.json: its ids,
+    names and annotations are served as they are). Its tables are mapped onto the program's by
+    name; every table, key field, action, parameter and data field it names must be the
+    program's, with the same match kind and width. ``strict``: the program may have nothing the
+    schema lacks either (``serve --bfrt-json``); otherwise (a pushed config) the schema may
+    describe a subset."""
+
+    def __init__(self, switch: Any, p4_name: str, bfrt_json: dict[str, Any] | None = None, *,
+                 strict: bool = False, include_dirs: list[str] | tuple[str, ...] = ()) -> None:
         if switch.program.arch != "tna":
             raise errors.InvalidArgument(f"BfRuntime serves TNA programs; this one is {switch.program.arch}")
         self.switch = switch
         self.p4_name = p4_name
         self.pipe = pipeline_name(switch.program.source)
-        ours = program_bfrt_info(switch.info, self.pipe)
+        ours = program_bfrt_info(switch.program, self.pipe, include_dirs=include_dirs)
         self.json = bfrt_json if bfrt_json is not None else ours
-        self.info = BfRtInfo([self.json, fixed_bfrt_info()])
+        if not isinstance(self.json, dict) or not isinstance(self.json.get("tables"), list):
+            raise errors.InvalidArgument("bf-rt.json: not a BfRt schema (no \"tables\" list)")
+        try:
+            self.info = BfRtInfo([self.json, fixed_bfrt_info()])
+        except (KeyError, TypeError, ValueError) as e:
+            raise errors.InvalidArgument(f"bf-rt.json: malformed table entry ({type(e).__name__}: {e})") from None
         self.tables: dict[int, str] = {}          # schema table id -> p4sim table/register name
         self.keys: dict[int, dict[str, str]] = {}  # table id -> bf-rt key name -> p4sim key name
-        self._bind(BfRtInfo([ours]))
+        self._bind(BfRtInfo([ours]), strict)
 
-    def _bind(self, ours: BfRtInfo) -> None:
+    def _bind(self, ours: BfRtInfo, strict: bool) -> None:
         info = self.switch.info
         for spec in self.info.tables():
             if spec.name.startswith("$"):
                 continue
+            mine = ours.by_name.get(spec.name)
+            if mine is None:
+                raise errors.InvalidArgument(f"bf-rt.json: table {spec.name} is not in the program")
+            if spec.table_type != mine.table_type:
+                raise errors.InvalidArgument(f"bf-rt.json: table {spec.name} is a {spec.table_type} "
+                                             f"table, the program's is {mine.table_type}")
+            if spec.table_type in UNSUPPORTED_TYPES:
+                continue
             local = spec.name.split(".", 1)[1] if spec.name.startswith(self.pipe + ".") else spec.name
             if spec.table_type == "Register":
-                if local not in info.registers:
-                    raise errors.InvalidArgument(f"bf-rt.json: register {spec.name} is not in the program")
-                reg = info.registers[local]
-                want = [f"{local}.{f}" for f, _ in (reg.fields or [("f1", reg.bitwidth)])]
-                if sorted(d.name for d in spec.data) != sorted(want):
+                want = {d.name: _width_of(d) for d in mine.data}
+                have = {d.name: _width_of(d) for d in spec.data}
+                if have != want:
                     raise errors.InvalidArgument(f"bf-rt.json: register {spec.name} has data fields "
-                                                 f"{[d.name for d in spec.data]}, the program {want}")
+                                                 f"{sorted(have)}, the program {sorted(want)}")
             elif spec.table_type.startswith("MatchAction"):
-                t = info.tables.get(local)
-                if t is None:
-                    raise errors.InvalidArgument(f"bf-rt.json: table {spec.name} is not in the program")
-                names = {key_field_name(k.name): k.name for k in t.keys}
-                self.keys[spec.id] = names
-                mine = ours.table(spec.name)
-                for k in spec.keys:
-                    if k.name != MATCH_PRIORITY and k.name not in names:
-                        raise errors.InvalidArgument(f"bf-rt.json: table {spec.name} has no key {k.name} in the program")
-                for a in spec.actions:
-                    if a.name not in info.actions:
-                        raise errors.InvalidArgument(f"bf-rt.json: action {a.name} is not in the program")
-                if len(spec.keys) != len(mine.keys):
-                    raise errors.InvalidArgument(f"bf-rt.json: table {spec.name} keys differ from the program's")
+                t = info.tables[local]
+                self.keys[spec.id] = {key_field_name(k.name): k.name for k in t.keys}
+                want = {k.name: (k.match_type, k.width) for k in mine.keys}
+                have = {k.name: (k.match_type, k.width) for k in spec.keys}
+                if have != want:
+                    diff = sorted(set(have.items()) ^ set(want.items()))
+                    raise errors.InvalidArgument(f"bf-rt.json: table {spec.name}: key fields differ "
+                                                 f"from the program's ({', '.join(n for n, _ in diff)})")
+                theirs = {a.name: {d.name: _width_of(d) for d in a.data} for a in spec.actions}
+                mine_a = {a.name: {d.name: _width_of(d) for d in a.data} for a in mine.actions}
+                for a, params in theirs.items():
+                    if a not in mine_a:
+                        raise errors.InvalidArgument(f"bf-rt.json: table {spec.name}: action {a} "
+                                                     "is not one of the program's for it")
+                    if params != mine_a[a]:
+                        raise errors.InvalidArgument(f"bf-rt.json: table {spec.name}: action {a} has "
+                                                     f"parameters {params}, the program's {mine_a[a]}")
+                if strict and set(mine_a) - set(theirs):
+                    raise errors.InvalidArgument(f"bf-rt.json: table {spec.name} lacks the program's "
+                                                 f"actions {', '.join(sorted(set(mine_a) - set(theirs)))}")
             else:
                 raise errors.InvalidArgument(f"bf-rt.json: table type {spec.table_type} of {spec.name} is not supported")
             self.tables[spec.id] = local
+        if strict:
+            missing = sorted(set(ours.by_name) - set(self.info.by_name))
+            if missing:
+                raise errors.InvalidArgument(f"bf-rt.json: the program's table {missing[0]} is not in it"
+                                             + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else ""))
 
     def config(self) -> Any:
         cfg = pb.ForwardingPipelineConfig(p4_name=self.p4_name,
@@ -145,6 +192,11 @@ class _Pipeline:
         cfg.profiles.add(profile_name=self.pipe, binary=self.switch.program.source.encode(),
                          pipe_scope=[0, 1, 2, 3])
         return cfg
+
+
+def _unsupported(spec: TableSpec) -> errors.Unimplemented:
+    return errors.Unimplemented(f"{spec.name}: {spec.table_type} tables are not supported by p4sim "
+                                "(listed as bf-p4c lists them)")
 
 
 def _json_bytes(doc: dict[str, Any]) -> bytes:
@@ -160,11 +212,15 @@ class BfRtServer(pb_grpc.BfRuntimeServicer):
 
     def __init__(self, switch: Any, *, device_id: int = 0, p4_name: str | None = None,
                  loader: Loader | None = None, ports: set[int] | None = None,
-                 on_switch_change: Callable[[Any], None] | None = None) -> None:
+                 on_switch_change: Callable[[Any], None] | None = None,
+                 bfrt_json: dict[str, Any] | None = None,
+                 include_dirs: list[str] | tuple[str, ...] = ()) -> None:
         name = p4_name or Path(switch.program.path).stem
         self._lock = threading.RLock()           # before switch.lock
         self.device_id = device_id
-        self.pipeline = _Pipeline(switch, name)
+        self.include_dirs = list(include_dirs)
+        self.pipeline = _Pipeline(switch, name, bfrt_json, strict=bfrt_json is not None,
+                                  include_dirs=self.include_dirs)
         self.loader = loader or default_loader(name=Path(switch.program.path).name)
         self.known_ports = ports
         self.on_switch_change = on_switch_change
@@ -264,7 +320,10 @@ class BfRtServer(pb_grpc.BfRuntimeServicer):
             if e is None:
                 details.append(pb.Error(canonical_code=code_pb2.OK))
             else:
-                details.append(pb.Error(canonical_code=_rpc_code_value(_grpc_code(e)), message=str(e)))
+                # an undone update says so by its code alone: a client's metadata limit (16 KiB
+                # by default) must hold one Error per update of a large batch
+                text = "" if isinstance(e, _NotApplied) else str(e)
+                details.append(pb.Error(canonical_code=_rpc_code_value(_grpc_code(e)), message=text))
         self._abort(context, code, f"{n_failed} of {len(results)} updates failed"
                     f"{' (batch rolled back)' if atomic else ''}; "
                     f"update {i}: {_grpc_code(first).name}: {first}", details)
@@ -292,7 +351,7 @@ class BfRtServer(pb_grpc.BfRuntimeServicer):
             return self._write_port(spec, te, utype, what)
         if spec.table_type in ("PreNode", "PreMgid"):
             return self._write_pre(spec, te, update, what)
-        raise errors.Unimplemented(f"{what}: table type {spec.table_type}")
+        raise _unsupported(spec)
 
     # ---- match-action tables
     def _match(self, p: _Pipeline, spec: TableSpec, te: Any, what: str) -> tuple[dict[str, Any], int]:
@@ -717,7 +776,7 @@ class BfRtServer(pb_grpc.BfRuntimeServicer):
                         e.data.fields.append(codec.data_field(ds, vals[ds.name], what))
                 out.append(e)
             return out
-        raise errors.Unimplemented(f"{what}: table type {spec.table_type}")
+        raise _unsupported(spec)
 
     def _fill_action(self, spec: TableSpec, call: ActionCall, data: Any) -> None:
         act = spec.action(call.name)
@@ -782,7 +841,7 @@ class BfRtServer(pb_grpc.BfRuntimeServicer):
 
         given = json.loads(cfg.bfruntime_info) if cfg.bfruntime_info else None
         new_switch = self.loader(cfg.profiles[0].binary)
-        pipeline = _Pipeline(new_switch, cfg.p4_name, given)
+        pipeline = _Pipeline(new_switch, cfg.p4_name, given, include_dirs=self.include_dirs)
         if action == _Set.VERIFY:
             return pb.SetForwardingPipelineConfigResponse()
         with self._lock:

@@ -255,3 +255,52 @@ def test_bfrt_json_equals_the_tofino_compilers() -> None:
     ids = {t["name"]: t["id"] for t in ours["tables"]}
     assert [t["name"] for t in theirs["tables"] if ids[t["name"]] != t["id"]] == [
         t["name"] for t in theirs["tables"] if t["name"].startswith("pipe.snapshot.")]
+
+
+def test_serve_bfrt_json_serves_the_compilers_schema_as_compiled(tmp_path) -> None:
+    """``serve --bfrt-json``: bf-p4c's ids and annotations are what a client gets, the plan
+    installs through them, and a table p4sim only lists answers UNIMPLEMENTED."""
+    import grpc
+
+    from p4sim.bfrt.proto import pb
+
+    compiled = json.loads(COMPILER_BFRT.read_text())
+    proc = ServeProcess([sys.executable, "-m", "p4sim", "serve", str(TNA), "--arch", "tna",
+                         "--device-id", "0", "--bfrt-addr", "127.0.0.1:0",
+                         "--bfrt-json", str(COMPILER_BFRT)])
+    try:
+        address = proc.wait_ready(120).split(" bfrt ", 1)[1].split()[0]
+        with BfRtTarget(address) as target:
+            served = {t.name: t.id for t in target.bfrt.tables()}
+            assert {t["name"]: t["id"] for t in compiled["tables"]}.items() <= served.items()
+            _install_one_job(InaTables(target))
+            assert len(target.table_entries(InaTables(target)._table("ina_job"))) == 1
+            snap = next(t for t in compiled["tables"] if t["name"] == "pipe.snapshot.cfg")
+            req = pb.ReadRequest(client_id=target.client_id, target=pb.TargetDevice(device_id=0))
+            req.entities.add().table_entry.table_id = snap["id"]
+            with pytest.raises(grpc.RpcError) as err:
+                list(target.stub.Read(req, timeout=30))
+            assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+            assert "pipe.snapshot.cfg: SnapshotCfg tables are not supported" in err.value.details()
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["tables"][0]["key"].pop(0), "table pipe.InaIngress.aggregator.ina_pass_kind: key fields differ"),
+    (lambda d: d.update(tables=[t for t in d["tables"] if not t["name"].endswith(".ina_job")]),
+     "the program's table pipe.InaIngress.ina_job is not in it"),
+    (lambda d: d["tables"].append(dict(d["tables"][0], name="pipe.InaIngress.nope", id=7)),
+     "table pipe.InaIngress.nope is not in the program"),
+])
+def test_serve_refuses_a_bfrt_json_that_is_not_the_programs(tmp_path, edit, message) -> None:
+    doc = json.loads(COMPILER_BFRT.read_text())
+    edit(doc)
+    path = tmp_path / "bf-rt.json"
+    path.write_text(json.dumps(doc))
+    r = subprocess.run([sys.executable, "-m", "p4sim", "serve", str(TNA), "--arch", "tna",
+                        "--bfrt-addr", "127.0.0.1:0", "--bfrt-json", str(path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()]       # one line
+    assert r.stderr.startswith(f"p4sim serve: error: --bfrt-json {path}: ") and message in r.stderr
