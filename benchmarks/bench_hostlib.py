@@ -6,7 +6,10 @@
   ps       ParameterServer consuming one round of frames from N workers (sans-IO)
   send     Worker.push + start + UdpTransport.send_many of every first copy (encode + send;
            a second process drains the receiving socket)
-  udp      a PS and N workers in separate processes on 127.0.0.0/8, all-reducing over UDP
+  udp      a PS and N workers in separate processes on 127.0.0.0/8, all-reducing over UDP: the
+           Python cores (run_udp's Python loop), then hostlib.native's C data path (the
+           default), then gloo's all-reduce of the same vector between N processes on 127.0.0.1
+           (torch.distributed), and the ratio native/gloo of their wall-clock rates
 
 "Gradient payload" is 4 bytes per gradient element (float32), whatever the wire carries. The
 single-threaded lines are one core by construction (best of --repeat runs, wall time); the UDP
@@ -29,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
 from hostlib.drivers import UdpTransport, run_udp  # noqa: E402
 from hostlib.ps import JobConfig, ParameterServer  # noqa: E402
@@ -127,7 +131,7 @@ def bench_worker(n: int, repeat: int, window: int) -> None:
     results = _result_frames(n, "10.0.0.2")
 
     def one_round() -> int:
-        wk = Worker(JOB, 0, "10.0.0.1", "10.0.0.2", [FragmentLabel(0, 2)], lanes=K, window=window, rto=_rto())
+        wk = Worker(JOB, 0, "10.0.0.1", "10.0.0.2", [FragmentLabel(0, 2)], lanes=K, window=window, rto=_rto(), native=False)
         wk.push(g)
         sent = len(wk.start(0.0))
         for r in results:                  # results in order, as a loss-free PS sends them
@@ -143,7 +147,7 @@ def bench_ps(n: int, repeat: int, workers: int) -> None:
     frames = []
     for w in range(workers):
         wk = Worker(JOB, w, "10.0.0.1", ips[w], [FragmentLabel(0, workers)], lanes=K, window=1 << 30,
-                    reach=1 << 30, rto=_rto())
+                    reach=1 << 30, native=False, rto=_rto())
         wk.push(_gradient(n, seed=w))
         frames.append(wk.start(0.0))
     # interleave the workers' fragments, as they arrive at a PS
@@ -176,8 +180,8 @@ def _cpu() -> np.ndarray:
     return np.array([r.ru_utime, r.ru_stime])
 
 
-def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Queue) -> None:
-    tr = UdpTransport(ip, lanes=K)
+def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Queue, native: bool) -> None:
+    tr = UdpTransport(ip, lanes=K, native=native)
     ps = ParameterServer(ip, {JOB: jobcfg}, lanes=K, timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     ready.set()
     c0 = _cpu()
@@ -187,10 +191,10 @@ def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Q
 
 
 def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int,
-                go: mp.Event, q: mp.Queue) -> None:
-    tr = UdpTransport(ip, lanes=K)
+                go: mp.Event, q: mp.Queue, native: bool) -> None:
+    tr = UdpTransport(ip, lanes=K, native=native)
     wk = Worker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)], lanes=K, window=window,
-                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
+                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native)
     g = _gradient(n, seed=w)
     go.wait()
     c0, t0, resent = _cpu(), time.perf_counter(), 0
@@ -226,7 +230,7 @@ def bench_send(n: int, repeat: int) -> None:
         rx = ctx.Process(target=_drain_socket, args=(f"{net}.1", frames, ready, q))
         rx.start()
         ready.wait(30)
-        wk = Worker(JOB, 0, f"{net}.1", f"{net}.2", [FragmentLabel(0, 2)], lanes=K, window=1 << 30, reach=1 << 30,
+        wk = Worker(JOB, 0, f"{net}.1", f"{net}.2", [FragmentLabel(0, 2)], lanes=K, window=1 << 30, reach=1 << 30, native=False,
                     rto=_rto())
         c0, t0 = time.process_time(), time.perf_counter()
         wk.push(g)
@@ -242,14 +246,15 @@ def bench_send(n: int, repeat: int) -> None:
           f"{min(received) / frames:.0%} of the datagrams)")
 
 
-def bench_udp(n: int, rounds: int, workers: int, window: int) -> None:
+def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool) -> float:
+    """One all-reduce run; returns its wall-clock rate (Gb/s of gradient payload)."""
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"   # not another run's addresses
     ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(workers)]
     ctx = mp.get_context("fork")
     stop, ready, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     jobcfg = JobConfig({w: (ips[w], 0) for w in range(workers)})
-    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, stop, ready, q))]
-    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, go, q))
+    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, stop, ready, q, native))]
+    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, go, q, native))
               for w in range(workers)]
     procs[0].start()
     ready.wait(30)
@@ -269,11 +274,71 @@ def bench_udp(n: int, rounds: int, workers: int, window: int) -> None:
     wall = max(r[2] for r in reports if r[0] == "worker")
     resent = sum(r[3] for r in reports if r[0] == "worker")
     payload_bits = n * 32 * rounds
-    print(f"{'UDP loopback, %d workers + PS, %.1f MB, W=%d' % (workers, n * 4 / 2**20, window):<56} "
+    path = "native" if native else "Python"
+    print(f"{'UDP loopback, %d workers + PS, %.1f MB, W=%d, %s' % (workers, n * 4 / 2**20, window, path):<56} "
           f"{payload_bits / cpu / 1e9:8.3f} Gb/s/core  {payload_bits / wall / 1e9:8.3f} Gb/s wall  "
           f"{rounds / wall:6.2f} rounds/s")
     print(f"    CPU s (user+system): PS {cpu_ps.sum():.2f} ({cpu_ps[1]:.2f} system), workers {cpu_workers.sum():.2f} "
           f"({cpu_workers[1]:.2f} system), in {wall:.2f} s wall; {resent} fragments resent")
+    return payload_bits / wall / 1e9
+
+
+def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: mp.Queue) -> None:
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
+    try:
+        t = torch.from_numpy(_gradient(n, seed=rank))
+        dist.all_reduce(t.clone())                  # warm-up: connections, buffers
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            dist.all_reduce(t.clone())
+        wall = time.perf_counter() - t0
+        q.put(wall)
+    finally:
+        dist.destroy_process_group()
+
+
+def bench_gloo(n: int, rounds: int, workers: int) -> float | None:
+    """gloo's all-reduce of the same float32 vector between ``workers`` processes on 127.0.0.1;
+    returns its wall-clock rate (Gb/s of gradient payload), None without torch."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        print("gloo all-reduce: torch is not installed")
+        return None
+    if not dist.is_available() or not dist.is_gloo_available():
+        print("gloo all-reduce: torch.distributed has no gloo backend here")
+        return None
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")                   # torch and fork do not mix
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_gloo_rank, args=(r, workers, port, n, rounds, q)) for r in range(workers)]
+    for p in procs:
+        p.start()
+    walls = [q.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(60)
+    wall = max(walls)
+    gbps = n * 32 * rounds / wall / 1e9
+    print(f"{'gloo all-reduce, %d processes on 127.0.0.1, %.1f MB' % (workers, n * 4 / 2**20):<56} "
+          f"{'':>19}{gbps:8.3f} Gb/s wall  {rounds / wall:6.2f} rounds/s")
+    return gbps
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
 
 
 def main() -> None:
@@ -285,9 +350,13 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=64, help="worker window (fragments awaiting a result)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
     ap.add_argument("--only", default="codec,worker,ps,send,udp", help="comma-separated subset to run")
+    ap.add_argument("--skip-python-udp", action="store_true", help="UDP all-reduce: native and gloo only")
     args = ap.parse_args()
     n, only = int(args.mb * 2**20 / 4), set(args.only.split(","))
-    print(f"hostlib, {K} lanes per fragment, {os.cpu_count()} CPUs, numpy {np.__version__}")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores (os.cpu_count)")
+    print(f"hostlib, {K} lanes per fragment, numpy {np.__version__}, native data path: "
+          f"{'yes' if native.available() else 'no (' + str(native.unavailable_reason()) + ')'}"
+          f"{' (UDP GSO/GRO on loopback)' if native.available() and native.loopback_gso('127.0.0.1') else ''}")
     if "codec" in only:
         bench_codec(n, args.repeat)
     if "worker" in only:
@@ -297,7 +366,13 @@ def main() -> None:
     if "send" in only:
         bench_send(n, args.repeat)
     if "udp" in only:
-        bench_udp(int(args.udp_mb * 2**20 / 4), args.rounds, args.workers, args.window)
+        m = int(args.udp_mb * 2**20 / 4)
+        if not args.skip_python_udp:
+            bench_udp(m, args.rounds, args.workers, args.window, native=False)
+        ina = bench_udp(m, args.rounds, args.workers, args.window, native=True) if native.available() else None
+        gloo = bench_gloo(m, args.rounds, args.workers)
+        if ina is not None and gloo:
+            print(f"{'INA (native) / gloo, wall-clock rate':<56} {ina / gloo:8.2f}x")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,16 @@ EV_DONE, EV_POLL, EV_TIMER, EV_FRAME, EV_NEWROUND = 10, 11, 12, 13, 14
 KINDS = ("plain", "partial", "collision", "preempted", "drained", "switch_result", "reminder", "no_contribution",
          "stale", "late", "overlap")
 RING = 1024                  # datagrams per recvmmsg
+RING_GSO = 256               # ... with UDP_GRO, each slot up to 64 datagrams
 TXCAP = 1024                 # datagrams per sendmmsg (UIO_MAXIOV)
+SOL_UDP, UDP_GRO = 17, 104
+
+
+def loopback_gso(ip: str) -> bool:
+    """Whether a socket bound to ``ip`` batches with UDP GSO/GRO: only on loopback (127/8), where
+    the datagrams never meet a switch — a packet socket on a real interface (p4sim on Mininet's
+    veths) would see a GSO super-packet instead of the datagrams. ``INAHOST_GSO=0`` turns it off."""
+    return ip.startswith("127.") and os.environ.get("INAHOST_GSO", "1") != "0"
 
 
 class NativeUnavailable(RuntimeError):
@@ -138,7 +147,9 @@ class IoState(ctypes.Structure):
                                      "gso", "tx_packets", "tx_bytes", "rx_packets", "rx_bytes", "send_dropped")]
                 + [(n, _ptr) for n in ("rxbuf", "rxmsgs", "rxiov", "rxnames")]
                 + [("txcap", _i64)] + [(n, _ptr) for n in ("txmsgs", "txiov", "txnames")]
-                + [("ho_data", _ptr), ("ho_len", _i64), ("ho_source", ctypes.c_uint8 * 6)])
+                + [("ho_data", _ptr), ("ho_len", _i64), ("ho_source", ctypes.c_uint8 * 6)]
+                + [(n, _i64) for n in ("seg_off", "seg_size", "last_pos", "last_off")]
+                + [(n, _ptr) for n in ("rxctl", "txctl", "txgid", "txsorted")])
 
 
 _lib: Any = None
@@ -177,7 +188,7 @@ def _load() -> Any:
             "ina_ps_live": ([P, I, D], I),
             "ina_ps_next_deadline": ([P], D),
             "ina_ps_frame": ([P, P, I, D], ctypes.c_int),
-            "ina_io_new": ([I, I, I, I, I], P),
+            "ina_io_new": ([I, I, I, I, I, I], P),
             "ina_io_free": ([P], None),
             "ina_io_send": ([P, P, I], ctypes.c_int),
             "ina_worker_udp": ([P, P, D, D, D, I], ctypes.c_int),
@@ -262,6 +273,7 @@ class NativeWorker:
         self._py_fresh = True          # the Worker's fields are current
         self._c_fresh = False          # the C state is current
         self._keep: list[Any] = []
+        self.native_frames = self.python_frames = 0     # sans-IO calls: frames C took, handed on
 
     # ------------------------------------------------------------------ state
     def _bind(self) -> None:
@@ -368,7 +380,9 @@ class NativeWorker:
             return self._python().on_frame(frame, now)
         self.to_c()
         if self.lib.ina_worker_frame(ctypes.byref(self.st), frame, len(frame), now) == OK:
+            self.native_frames += 1
             return self._outputs()
+        self.python_frames += 1
         return self._python().on_frame(frame, now)
 
     def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
@@ -437,7 +451,7 @@ class NativePs:
             if job in self._jobs and not self._jobs[job].python_only:
                 s = lib.ina_ps_mark_py(self.handle, job, rnd, sub, frag)
                 e.seq = s if s >= 0 else e.seq
-        self._stale_stats = False
+        self.native_frames = self.python_frames = 0     # sans-IO calls: frames C took, handed on
         _rto_to_c(ps.timeout, self.st.rto)
         self._meta = np.zeros(3, dtype=np.int64)
         self._times = np.zeros(3)
@@ -509,10 +523,21 @@ class NativePs:
         times, acc = np.zeros((n, 3)), np.zeros((n, self.lanes), dtype=np.int64)
         got = self.lib.ina_ps_collect(self.handle, int(only_due), now, n, keys.ctypes.data, meta.ctypes.data,
                                       times.ctypes.data, acc.ctypes.data)
+        # in creation order, so the ParameterServer's dicts keep it; rows are views of one array
         order = np.argsort(meta[:got, 0], kind="stable")
-        for i in order.tolist():
-            k = keys[i]
-            self._entry((int(k[0]), int(k[1]), int(k[2]), int(k[3])), int(k[4]), meta[i], times[i], acc[i])
+        keys, meta, times, acc = keys[order], meta[order], times[order], acc[order]
+        results = np.clip(acc, -(1 << 31), (1 << 31) - 1).astype(np.int32)
+        from ..ps import _Entry
+        entries, open_ = self.ps._entries, self.ps._open
+        lanes = self.lanes
+        for i, (k, m, t) in enumerate(zip(keys.tolist(), meta.tolist(), times.tolist())):
+            e = _Entry(t[0], t[1], t[2], lanes, net_sum=acc[i], net_bitmap=m[1], overflow=bool(m[2]), seq=m[0])
+            key = (k[0], k[1], k[2], k[3])
+            entries[key] = e
+            if k[4] == 2:
+                e.result = results[i]
+            else:
+                open_[key] = e
         self._reorder_open()
 
     def python_frame(self, frame: bytes, now: float) -> list[bytes]:
@@ -568,6 +593,7 @@ class NativePs:
         while True:
             c = self.lib.ina_ps_frame(self.handle, frame, len(frame), now)
             if c == OK:
+                self.native_frames += 1
                 return self._outputs()
             if c == NEWROUND:
                 f = frame_fields(frame, self.lanes)
@@ -575,6 +601,7 @@ class NativePs:
                 continue
             if c < 0:
                 raise OSError(-c, f"inahost PS: {os.strerror(-c)}")
+            self.python_frames += 1
             return self._outputs() + self.python_frame(frame, now)
 
     def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
@@ -615,7 +642,14 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
     from ..ps import ParameterServer
     from ..drivers import UdpTransport
     lib = _load()
-    io = lib.ina_io_new(transport.sock.fileno(), transport.lanes, RING, TXCAP, transport.dst_port)
+    gso = loopback_gso(transport.ip)
+    if gso:
+        try:
+            transport.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+        except OSError:
+            gso = False
+    io = lib.ina_io_new(transport.sock.fileno(), transport.lanes, RING_GSO if gso else RING, TXCAP,
+                        transport.dst_port, int(gso))
     if not io:
         raise MemoryError("inahost: cannot allocate the socket rings")
     ios = IoState.from_address(io)
@@ -693,3 +727,6 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
                     counts[k] += v
         transport.send_dropped += ios.send_dropped + moved[4]
         lib.ina_io_free(io)
+        if gso:
+            # the Python loop reads one datagram per buffer: no coalescing outside the C loop
+            transport.sock.setsockopt(SOL_UDP, UDP_GRO, 0)

@@ -554,6 +554,9 @@ int ina_ps_frame(Ps *ps, const uint8_t *f, int64_t len, double now) {
 }
 
 /* ------------------------------------------------------------------ UDP */
+#define GSO_MAX 64          /* segments per UDP_SEGMENT send (UDP_MAX_SEGMENTS of older kernels) */
+#define CMSG_BYTES 64
+
 typedef struct {
     int64_t fd, lanes, need, frame_len, cap, bufsize, pos, cnt, dst_port, gso;
     int64_t tx_packets, tx_bytes, rx_packets, rx_bytes, send_dropped;
@@ -569,13 +572,29 @@ typedef struct {
     const uint8_t *ho_data;
     int64_t ho_len;
     uint8_t ho_source[6];
+    /* GRO: a ring slot may hold several segments; where the next one starts */
+    int64_t seg_off, seg_size, last_pos, last_off;
+    uint8_t *rxctl, *txctl;
+    int32_t *txgid;
+    const uint8_t **txsorted;
 } Io;
 
-Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t dst_port) {
+/* gso: batch datagrams to one destination into UDP_SEGMENT sends and read UDP_GRO-coalesced
+ * ones (the caller enables UDP_GRO on the socket); only for loopback, where no switch sees the
+ * packets: a packet socket on a real interface (p4sim on Mininet's veths) would see a GSO
+ * super-packet, not the datagrams. On the wire of lo, each segment is one datagram. */
+Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t dst_port, int64_t gso) {
     Io *io = calloc(1, sizeof(Io));
     if (!io) return NULL;
     io->fd = fd; io->lanes = lanes; io->need = HDR + 4 * lanes; io->frame_len = PREFIX + io->need;
-    io->cap = cap; io->bufsize = io->need + 64; io->txcap = txcap; io->dst_port = dst_port;
+    io->gso = gso;
+    io->cap = cap; io->bufsize = gso ? GSO_MAX * io->need + 64 : io->need + 64; io->txcap = txcap;
+    io->dst_port = dst_port;
+    io->rxctl = calloc(cap, CMSG_BYTES);
+    io->txctl = calloc(txcap, CMSG_BYTES);
+    io->txgid = calloc(txcap, sizeof(int32_t));
+    io->txsorted = calloc(txcap, sizeof(uint8_t *));
+    if (!io->rxctl || !io->txctl || !io->txgid || !io->txsorted) return NULL;
     io->rxbuf = malloc(cap * io->bufsize);
     io->rxmsgs = calloc(cap, sizeof(struct mmsghdr));
     io->rxiov = calloc(cap, sizeof(struct iovec));
@@ -590,6 +609,7 @@ Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t ds
         io->rxmsgs[i].msg_hdr.msg_iov = &io->rxiov[i];
         io->rxmsgs[i].msg_hdr.msg_iovlen = 1;
         io->rxmsgs[i].msg_hdr.msg_name = &io->rxnames[i];
+        io->rxmsgs[i].msg_hdr.msg_control = io->rxctl + i * CMSG_BYTES;
     }
     return io;
 }
@@ -598,6 +618,7 @@ void ina_io_free(Io *io) {
     if (!io) return;
     free(io->rxbuf); free(io->rxmsgs); free(io->rxiov); free(io->rxnames);
     free(io->txmsgs); free(io->txiov); free(io->txnames);
+    free(io->rxctl); free(io->txctl); free(io->txgid); free(io->txsorted);
     free(io);
 }
 
@@ -607,49 +628,124 @@ static double mono(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* sendmmsg of the prepared messages. A full socket buffer: wait up to 50 ms, retry that message
+ * once, else it is lost like a network drop (UdpTransport.send_many). 0, or -errno. */
+static int send_msgs(Io *io, int64_t nmsgs) {
+    int64_t done = 0;
+    while (done < nmsgs) {
+        int r = sendmmsg((int)io->fd, io->txmsgs + done, (unsigned)(nmsgs - done), 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {(int)io->fd, POLLOUT, 0};
+            poll(&pfd, 1, 50);
+            r = sendmmsg((int)io->fd, io->txmsgs + done, 1, 0);
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                io->send_dropped += (int64_t)io->txmsgs[done].msg_hdr.msg_iovlen;
+                r = 1;
+            }
+        }
+        if (r < 0) return -errno;
+        done += r;
+    }
+    return 0;
+}
+
+/* GSO: the frames grouped by destination (order kept within each), GSO_MAX per message */
+static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
+    uint32_t dst[64];
+    int64_t cnt[64], start[64], nd = 0;
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t d;
+        memcpy(&d, frames[i] + 30, 4);
+        int64_t g = 0;
+        while (g < nd && dst[g] != d) g++;
+        if (g == nd) {
+            if (nd == 64) return 1;        /* too many destinations for one pass: no GSO */
+            dst[nd] = d; cnt[nd++] = 0;
+        }
+        io->txgid[i] = (int32_t)g;
+        cnt[g]++;
+    }
+    for (int64_t g = 0, acc = 0; g < nd; g++) { start[g] = acc; acc += cnt[g]; }
+    for (int64_t i = 0; i < m; i++) io->txsorted[start[io->txgid[i]]++] = frames[i];
+    for (int64_t i = 0; i < m; i++) {
+        io->txiov[i].iov_base = (void *)(io->txsorted[i] + PREFIX);
+        io->txiov[i].iov_len = io->need;
+    }
+    int64_t nmsgs = 0;
+    for (int64_t i = 0; i < m;) {
+        uint32_t d;
+        memcpy(&d, io->txsorted[i] + 30, 4);
+        int64_t j = i + 1;
+        while (j < m && j - i < GSO_MAX && memcmp(io->txsorted[j] + 30, &d, 4) == 0) j++;
+        struct sockaddr_in *a = &io->txnames[nmsgs];
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)io->dst_port);
+        memcpy(&a->sin_addr, &d, 4);
+        struct msghdr *h = &io->txmsgs[nmsgs].msg_hdr;
+        h->msg_name = a; h->msg_namelen = sizeof(*a);
+        h->msg_iov = &io->txiov[i]; h->msg_iovlen = j - i;
+        if (j - i > 1) {
+            h->msg_control = io->txctl + nmsgs * CMSG_BYTES;
+            h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+            struct cmsghdr *c = CMSG_FIRSTHDR(h);
+            c->cmsg_level = SOL_UDP; c->cmsg_type = UDP_SEGMENT; c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t seg = (uint16_t)io->need;
+            memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+        } else {
+            h->msg_control = NULL; h->msg_controllen = 0;
+        }
+        nmsgs++;
+        i = j;
+    }
+    int r = send_msgs(io, nmsgs);
+    if (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) { io->gso = 0; return 1; }   /* no GSO here after all */
+    return r;
+}
+
+static void one_msg(Io *io, int64_t i, const uint8_t *f) {
+    struct sockaddr_in *a = &io->txnames[i];
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)io->dst_port);
+    memcpy(&a->sin_addr, f + 30, 4);
+    io->txiov[i].iov_base = (void *)(f + PREFIX);
+    io->txiov[i].iov_len = io->need;
+    struct msghdr *h = &io->txmsgs[i].msg_hdr;
+    h->msg_name = a; h->msg_namelen = sizeof(*a);
+    h->msg_iov = &io->txiov[i]; h->msg_iovlen = 1;
+    h->msg_control = NULL; h->msg_controllen = 0;
+}
+
 /* Send n frames (pointers to whole frames): their INA part to the IPv4 destination in the
- * frame, UDP port dst_port. A full socket buffer: wait up to 50 ms, retry that datagram once,
- * else it is lost like a network drop (UdpTransport.send_many). 0, or -errno. */
+ * frame, UDP port dst_port. 0, or -errno. */
 int ina_io_send(Io *io, const uint8_t *const *frames, int64_t n) {
     int64_t pos = 0;
     while (pos < n) {
         int64_t m = n - pos < io->txcap ? n - pos : io->txcap;
-        for (int64_t i = 0; i < m; i++) {
-            const uint8_t *f = frames[pos + i];
-            struct sockaddr_in *a = &io->txnames[i];
-            a->sin_family = AF_INET;
-            a->sin_port = htons((uint16_t)io->dst_port);
-            memcpy(&a->sin_addr, f + 30, 4);
-            io->txiov[i].iov_base = (void *)(f + PREFIX);
-            io->txiov[i].iov_len = io->need;
-            struct msghdr *h = &io->txmsgs[i].msg_hdr;
-            h->msg_name = a; h->msg_namelen = sizeof(*a);
-            h->msg_iov = &io->txiov[i]; h->msg_iovlen = 1;
-            h->msg_control = NULL; h->msg_controllen = 0;
-        }
         io->tx_packets += m;
         io->tx_bytes += m * io->frame_len;
-        int64_t done = 0;
-        while (done < m) {
-            int r = sendmmsg((int)io->fd, io->txmsgs + done, (unsigned)(m - done), 0);
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                struct pollfd pfd = {(int)io->fd, POLLOUT, 0};
-                poll(&pfd, 1, 50);
-                r = sendmmsg((int)io->fd, io->txmsgs + done, 1, 0);
-                if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { io->send_dropped++; r = 1; }
-            }
-            if (r < 0) return -errno;
-            done += r;
+        int r = io->gso ? send_gso(io, frames + pos, m) : 1;
+        if (r == 1) {                 /* one message per datagram */
+            for (int64_t i = 0; i < m; i++) one_msg(io, i, frames[pos + i]);
+            r = send_msgs(io, m);
         }
+        if (r < 0) return r;
         pos += m;
     }
     return 0;
 }
 
+static void io_reset_msgs(Io *io) {
+    for (int64_t i = 0; i < io->cap; i++) {
+        io->rxmsgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+        io->rxmsgs[i].msg_hdr.msg_controllen = io->gso ? CMSG_BYTES : 0;
+    }
+}
+
 /* Wait until a datagram is there or ``wait`` seconds passed (0: don't wait); then read what
  * is there into the ring. Returns how many were read, or -errno. */
 static int io_fill(Io *io, double wait) {
+    io_reset_msgs(io);
     int r = recvmmsg((int)io->fd, io->rxmsgs, (unsigned)io->cap, MSG_DONTWAIT, NULL);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait > 0) {
         struct pollfd pfd = {(int)io->fd, POLLIN, 0};
@@ -662,17 +758,40 @@ static int io_fill(Io *io, double wait) {
     if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
     io->pos = 0;
     io->cnt = r;
-    for (int i = 0; i < r; i++) io->rxmsgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+    io->seg_off = 0;
     return r;
+}
+
+/* the segment size of ring slot i: UDP_GRO's cmsg where the kernel coalesced datagrams */
+static int64_t slot_segment(Io *io, int64_t i) {
+    struct msghdr *h = &io->rxmsgs[i].msg_hdr;
+    int64_t len = io->rxmsgs[i].msg_len;
+    if (!io->gso || !h->msg_controllen) return len;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int seg;
+            memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+            if (seg > 0) return seg;
+        }
+    }
+    return len;
 }
 
 /* the next INA datagram of the ring, or NULL when the ring is used up (UdpTransport._frame
  * drops the others: too short or another version) */
 static const uint8_t *io_next(Io *io) {
     while (io->pos < io->cnt) {
-        int64_t i = io->pos++;
-        const uint8_t *d = io->rxbuf + i * io->bufsize;
-        int64_t len = io->rxmsgs[i].msg_len;
+        int64_t i = io->pos;
+        int64_t total = io->rxmsgs[i].msg_len;
+        if (io->seg_off == 0) io->seg_size = slot_segment(io, i);
+        int64_t off = io->seg_off;
+        if (off >= total || io->seg_size <= 0) { io->pos++; io->seg_off = 0; continue; }
+        int64_t len = total - off < io->seg_size ? total - off : io->seg_size;
+        io->last_pos = i;
+        io->last_off = off;
+        io->seg_off = off + io->seg_size;
+        if (io->seg_off >= total) { io->pos++; io->seg_off = 0; }
+        const uint8_t *d = io->rxbuf + i * io->bufsize + off;
         if (len < io->need || (d[0] >> 4) != 2) continue;
         io->rx_packets++;
         io->rx_bytes += io->frame_len;
@@ -683,6 +802,14 @@ static const uint8_t *io_next(Io *io) {
         return d;
     }
     return NULL;
+}
+
+/* read the datagram io_next returned last once more */
+static void io_unread(Io *io) {
+    io->pos = io->last_pos;
+    io->seg_off = io->last_off;
+    io->rx_packets--;
+    io->rx_bytes -= io->frame_len;
 }
 
 /* sizes of the structs, for the ctypes mirrors in hostlib/native/__init__.py to check */
@@ -697,16 +824,11 @@ int64_t ina_sizeof(int64_t which) {
     }
 }
 
-static int io_reset_msgs(Io *io) {
-    for (int64_t i = 0; i < io->cap; i++) io->rxmsgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
-    return 0;
-}
 
 /* Run the worker until: its round is done (stop_on_done), ``until`` (s since t0) passes, a
  * timer (ours, or ``py_deadline``) is due, or a frame needs the Python core (EV_FRAME: the
  * datagram is io->ho_data). Replies are sent before returning. */
 int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadline, int64_t stop_on_done) {
-    io_reset_msgs(io);
     for (;;) {
         const uint8_t *d;
         while ((d = io_next(io)) != NULL) {
@@ -739,7 +861,6 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
 }
 
 int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
-    io_reset_msgs(io);
     for (;;) {
         const uint8_t *d;
         while ((d = io_next(io)) != NULL) {
@@ -755,9 +876,7 @@ int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
             if (r < 0) return r;
             if (c < 0) return c;
             if (c == NEWROUND) {
-                io->pos--;                        /* handled again once Python noted the round */
-                io->rx_packets--;
-                io->rx_bytes -= io->frame_len;
+                io_unread(io);                    /* handled again once Python noted the round */
                 return EV_NEWROUND;
             }
             return EV_FRAME;

@@ -1,0 +1,355 @@
+"""hostlib.native against the Python cores: the same frames, the same results, the same
+counters — on p4sim fabrics (GOAT, ATP, ESA plans) with seeded loss and duplication, on a
+node-0 job with seeded loss, duplication and reordering, and for real over UDP loopback with
+workers and a PS in separate processes."""
+from __future__ import annotations
+
+import heapq
+import multiprocessing as mp
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hostlib import native
+from hostlib import protocol as P
+from hostlib.drivers import UdpTransport, native_udp, run_on_fabric, run_udp
+from hostlib.ps import JobConfig, ParameterServer
+from hostlib.rto import RtoEstimator
+from hostlib.worker import FragmentLabel, Worker
+
+from .fabric3 import SIZES, build
+
+pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native data path: {native.unavailable_reason()}")
+
+
+class Recorder:
+    """An agent that logs every call and the frames it returned, in order."""
+
+    def __init__(self, agent: Any, log: list, name: str) -> None:
+        self.agent, self.log, self.name = agent, log, name
+
+    def _rec(self, what: str, now: float, out: list[bytes]) -> list[bytes]:
+        self.log.append((self.name, what, now, tuple(out)))
+        return out
+
+    def start(self, now: float) -> list[bytes]:
+        return self._rec("start", now, self.agent.start(now))
+
+    def on_frame(self, frame: bytes, now: float) -> list[bytes]:
+        return self._rec("frame", now, self.agent.on_frame(frame, now))
+
+    def on_timer(self, now: float) -> list[bytes]:
+        return self._rec("timer", now, self.agent.on_timer(now))
+
+    def next_deadline(self) -> float | None:
+        return self.agent.next_deadline()
+
+
+def _fabric_run(mode: str, native_path: bool, loss: float, dup: float, seed: int, rounds: int = 2) -> tuple:
+    s = build(mode, pool={"goat": 1024, "esa": 4, "atp": 2}[mode], priorities=(200, 120, 60, 10), seed=seed)
+    log: list = []
+    ps_agent: Any = native.NativePs(s.ps) if native_path else s.ps
+    wk_agents: dict[str, Any] = {h: native.NativeWorker(wk) if native_path else wk for h, wk in s.workers.items()}
+    every = {(h, tor): loss for h, (tor, _) in s.fabric.hosts.items()}
+    every.update({(tor, h): loss for h, (tor, _) in s.fabric.hosts.items()})
+    every.update({(a, b): loss for (a, _), (b, _) in s.fabric.links.items()})
+    dups = {k: dup for k in every}
+    rng = np.random.default_rng(seed + 100)
+    results, lost = [], 0
+    for rnd in range(rounds):
+        if rnd:
+            for h, wk in s.workers.items():
+                if native_path:
+                    wk_agents[h].finish()
+                s.grads[h] = rng.normal(0.0, 4.0, sum(SIZES))
+                wk.push(s.grads[h], SIZES)
+        agents = {"PS": Recorder(ps_agent, log, "PS"),
+                  **{h: Recorder(a, log, h) for h, a in wk_agents.items()}}
+        rep = run_on_fabric(s.fabric, agents, 120.0, loss=every, duplicate=dups, seed=seed * 10 + rnd)
+        lost += rep.lost + rep.duplicated
+        if native_path:
+            for a in wk_agents.values():
+                a.finish()
+        assert s.all_done()
+        for h, wk in s.workers.items():
+            assert np.array_equal(wk.result_fixed(), s.expected_fixed(wk.job_id)), (mode, rnd, h)
+        results.append({h: wk.result_fixed() for h, wk in s.workers.items()})
+    if native_path:
+        ps_agent.finish()
+        # the C side did the common case; the uncommon went to the Python cores
+        w_native = sum(a.native_frames for a in wk_agents.values())
+        assert w_native > 0 and (ps_agent.native_frames > 0 or mode != "atp")
+        if loss:
+            assert sum(a.python_frames for a in wk_agents.values()) + ps_agent.python_frames > 0
+        elif mode == "goat":
+            assert sum(a.python_frames for a in wk_agents.values()) == ps_agent.python_frames == 0
+    stats = (dict(s.ps.stats.received), s.ps.stats.results_sent, s.ps.stats.results_resent, s.ps.stats.reminders,
+             s.ps.stats.queries, s.ps.stats.completed,
+             {h: wk.stats for h, wk in s.workers.items()}, sorted(s.ps._entries), sorted(s.ps._open))
+    ps_results = {k: (None if e.result is None else e.result.tolist(), e.overflow) for k, e in s.ps._entries.items()}
+    return log, results, stats, ps_results, lost
+
+
+@pytest.mark.parametrize("mode", ["goat", "atp", "esa"])
+@pytest.mark.parametrize("loss,dup,seed", [(0.0, 0.0, 1), (0.05, 0.05, 2), (0.12, 0.1, 3)])
+def test_fabric_native_and_python_cores_emit_the_same_frames(mode: str, loss: float, dup: float, seed: int) -> None:
+    py = _fabric_run(mode, False, loss, dup, seed)
+    nat = _fabric_run(mode, True, loss, dup, seed)
+    assert len(py[0]) == len(nat[0])
+    for a, b in zip(py[0], nat[0]):
+        assert a == b
+    for a, b in zip(py[1], nat[1]):
+        assert a.keys() == b.keys() and all(np.array_equal(a[h], b[h]) for h in a)
+    assert py[2] == nat[2]
+    assert py[3] == nat[3]
+    if loss:
+        assert py[4] > 0 and py[2][0] != {}       # losses happened and reached the PS's recovery
+
+
+# ---------------------------------------------------------------------- node 0, reordering
+def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: float, rounds: int = 3) -> tuple:
+    """Workers and a PS of a no-switch job (node 0) on a simulated network that drops,
+    duplicates and reorders (random per-frame delays), with the agents' timers."""
+    k, ps_ip = 16, "10.0.9.1"
+    ips = [f"10.0.0.{w + 1}" for w in range(n_workers)]
+    rto = dict(initial=0.004, minimum=0.002, maximum=0.05)
+    ps = ParameterServer(ps_ip, {3: JobConfig({w: (ips[w], 0) for w in range(n_workers)})}, lanes=k,
+                         timeout=RtoEstimator(**rto))
+    wks = [Worker(3, w, ps_ip, ips[w], {0: FragmentLabel(0, n_workers), 1: FragmentLabel(0, n_workers, 9)},
+                  lanes=k, window=5, rto=RtoEstimator(**rto)) for w in range(n_workers)]
+    agents: dict[str, Any] = {ps_ip: native.NativePs(ps) if native_path else ps}
+    for w, wk in zip(wks, ips):
+        agents[wk] = native.NativeWorker(w) if native_path else w
+    rng = random.Random(seed)
+    grng = np.random.default_rng(seed)
+    log: list = []
+    sizes = [150, 77]
+    for rnd in range(rounds):
+        grads = [grng.normal(0, 8.0, sum(sizes)) for _ in wks]
+        for w, g in zip(wks, grads):
+            if native_path:
+                agents[w.ip].finish()
+            w.push(g, sizes)
+        q: list = []
+        seq = 0
+
+        def send(t: float, frames: list[bytes]) -> None:
+            nonlocal seq
+            for f in frames:
+                copies = 0 if rng.random() < loss else (2 if rng.random() < dup else 1)
+                for _ in range(copies):
+                    seq += 1
+                    heapq.heappush(q, (t + rng.uniform(1e-5, 2e-3), seq, P.int_to_ip(int.from_bytes(f[30:34], "big")), f))
+
+        now = 0.0
+        for name, a in agents.items():
+            out = a.start(now)
+            log.append((name, "start", out))
+            send(now, out)
+        while not all(w.done() if not native_path else agents[w.ip].done() for w in wks):
+            deadlines = [(d, name) for name, a in agents.items() if (d := a.next_deadline()) is not None]
+            t_frame = q[0][0] if q else float("inf")
+            t_timer, who = min(deadlines) if deadlines else (float("inf"), None)
+            assert min(t_frame, t_timer) < 100.0, "stalled"
+            if t_frame <= t_timer:
+                now, _, dst, f = heapq.heappop(q)
+                if dst in agents:
+                    out = agents[dst].on_frame(f, now)
+                    log.append((dst, "frame", now, out))
+                    send(now, out)
+            else:
+                now = t_timer
+                out = agents[who].on_timer(now)
+                log.append((who, "timer", now, out))
+                send(now, out)
+        want = sum(np.concatenate([P.encode_fragments(g[o:o + s], None, 16, k).reshape(-1)[:s]
+                                   for o, s in ((0, 150), (150, 77))]).astype(np.int64) for g in grads)
+        for w in wks:
+            if native_path:
+                agents[w.ip].finish()
+            assert np.array_equal(w.result_fixed(), want), (rnd, w.worker_id)
+    if native_path:
+        agents[ps_ip].finish()
+        assert agents[ps_ip].native_frames > 0 and all(agents[w.ip].native_frames > 0 for w in wks)
+        assert agents[ps_ip].python_frames > 0 or not loss       # RESENDs go to the Python core
+    return log, dict(ps.stats.received), ps.stats.completed, [w.stats for w in wks], sorted(ps._entries)
+
+
+@pytest.mark.parametrize("n_workers,seed,loss,dup", [(2, 1, 0.0, 0.0), (2, 2, 0.1, 0.1), (3, 3, 0.05, 0.2),
+                                                     (3, 4, 0.2, 0.05)])
+def test_node0_loss_duplication_reordering_same_frames(n_workers: int, seed: int, loss: float, dup: float) -> None:
+    py = _node0_run(False, n_workers, seed, loss, dup)
+    nat = _node0_run(True, n_workers, seed, loss, dup)
+    assert len(py[0]) == len(nat[0])
+    for a, b in zip(py[0], nat[0]):
+        assert a == b
+    assert py[1:] == nat[1:]
+    if loss:
+        assert py[1].get("resend", 0) > 0
+
+
+# ---------------------------------------------------------------------- encoding
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+def test_push_encodes_the_same_frames_natively(dtype: type) -> None:
+    rng = np.random.default_rng(5)
+    g = (rng.normal(0, 100.0, 1000) if dtype != np.int16 else rng.integers(-3000, 3000, 1000)).astype(dtype)
+    g[:3] = [0.5, 1.5, -2.5] if dtype != np.int16 else [1, 2, 3]      # ties round to even, as np.rint
+    labels = [FragmentLabel(3, 4, 7), FragmentLabel(0, 4), FragmentLabel(9, 2, 200)]
+    sizes = [130, 0, 870]
+    labels_map = {0: labels[0], 2: labels[2]}
+    a = Worker(2, 5, "10.0.0.9", "10.0.0.1", labels_map, lanes=32, scale_bits=12, native=False, mac=7, gateway_mac=9)
+    b = Worker(2, 5, "10.0.0.9", "10.0.0.1", labels_map, lanes=32, scale_bits=12, native=True, mac=7, gateway_mac=9)
+    a.push(g, sizes, round=4)
+    b.push(g, sizes, round=4)
+    assert a._cur.wire == b._cur.wire and len(a._cur.wire) == len(a._cur) * (42 + 24 + 128)
+
+
+def test_push_errors_are_the_python_paths() -> None:
+    for native_path in (False, True):
+        wk = Worker(2, 1, "10.0.0.9", "10.0.0.1", [FragmentLabel(1, 2)], lanes=8, native=native_path)
+        with pytest.raises(P.ProtocolError, match="overflows int32"):
+            wk.push(np.array([1.0, 1e9]))
+        with pytest.raises(P.ProtocolError, match="finite"):
+            wk.push(np.array([np.nan, 1.0]))
+        clip = Worker(2, 1, "10.0.0.9", "10.0.0.1", [FragmentLabel(1, 2)], lanes=8, native=native_path, clip=True)
+        clip.push(np.array([1e9, -1e9, 2.0]))
+        assert P.parse_frame(clip._cur.frame(0), 8).lanes[:3].tolist() == [2**31 - 1, -2**31, 2 << 16]
+        bad = Worker(2, 1, "10.0.0.9", "10.0.0.1", [FragmentLabel(70000, 2)], lanes=8, native=native_path)
+        with pytest.raises(P.ProtocolError, match="node_id=70000"):
+            bad.push(np.ones(3))
+
+
+# ---------------------------------------------------------------------- build
+def test_cache_key_is_the_source_not_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INAHOST_CACHE_DIR", str(tmp_path / "cache"))
+    first = native.build()
+    copy = tmp_path / "elsewhere" / "inahost.c"
+    copy.parent.mkdir()
+    shutil.copy(native.SOURCE, copy)
+    monkeypatch.setattr(native, "SOURCE", copy)
+    assert native.build() == first and first.parent == tmp_path / "cache"
+    copy.write_text(copy.read_text() + "\n/* changed */\n")
+    assert native.build() != first
+
+
+def test_without_a_compiler_hostlib_falls_back_to_python(tmp_path: Path) -> None:
+    code = ("import logging; logging.basicConfig(level=logging.WARNING)\n"
+            "from hostlib import native; from hostlib.drivers import UdpTransport, native_udp\n"
+            "from hostlib.worker import Worker, FragmentLabel\n"
+            "print(native.available())\n"
+            "w = Worker(1, 0, '127.0.0.1', '127.0.0.2', [FragmentLabel(0, 1)], lanes=4); w.push([1.0, 2.0])\n"
+            "print(len(w._cur.wire))\n")
+    env = {**os.environ, "CC": str(tmp_path / "no-such-cc"), "INAHOST_CACHE_DIR": str(tmp_path / "c")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", str(42 + 24 + 16)]
+    assert r.stderr.count("native data path unavailable") == 1 and "no C compiler" in r.stderr
+
+
+# ---------------------------------------------------------------------- UDP loopback
+def _net() -> str:
+    return f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
+
+
+def _ps_proc(ip: str, ips: list[str], ready: Any, stop: Any, q: Any) -> None:
+    tr = UdpTransport(ip, lanes=16)
+    ps = ParameterServer(ip, {4: JobConfig({w: (a, 0) for w, a in enumerate(ips)})}, lanes=16,
+                         timeout=RtoEstimator(initial=0.5, minimum=0.2, maximum=1.0))
+    assert native_udp(ps, tr)
+    ready.set()
+    run_udp(ps, tr, 120.0, stop=stop.is_set)
+    q.put(("ps", dict(ps.stats.received), ps.stats.completed, len(ps.incomplete())))
+    tr.close()
+
+
+def _worker_proc(w: int, ip: str, ps_ip: str, n_workers: int, rounds: int, q: Any) -> None:
+    tr = UdpTransport(ip, lanes=16)
+    wk = Worker(4, w, ps_ip, ip, [FragmentLabel(0, n_workers)], lanes=16, window=64,
+                rto=RtoEstimator(initial=0.5, minimum=0.2, maximum=1.0))
+    out = []
+    for rnd in range(rounds):
+        wk.push(np.random.default_rng(100 * rnd + w).normal(0, 10.0, 20_000))
+        assert native_udp(wk, tr)
+        if not run_udp(wk, tr, 60.0):
+            raise RuntimeError(f"worker {w} round {rnd} timed out")
+        out.append(wk.result_fixed())
+    q.put(("worker", w, out, wk.stats.sent))
+    tr.close()
+
+
+@pytest.mark.parametrize("n_workers", [2, 3])
+def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int) -> None:
+    net = _net()
+    ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(n_workers)]
+    ctx = mp.get_context("fork")
+    ready, stop, q = ctx.Event(), ctx.Event(), ctx.Queue()
+    rounds = 3
+    procs = [ctx.Process(target=_ps_proc, args=(ps_ip, ips, ready, stop, q))]
+    procs[0].start()
+    assert ready.wait(60)
+    procs += [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, n_workers, rounds, q))
+              for w in range(n_workers)]
+    for p in procs[1:]:
+        p.start()
+    try:
+        reports = [q.get(timeout=120) for _ in range(n_workers)]
+        stop.set()
+        reports.append(q.get(timeout=60))
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(30)
+    frags = -(-20_000 // 16)
+    for rnd in range(rounds):
+        want = sum(P.encode_fragments(np.random.default_rng(100 * rnd + w).normal(0, 10.0, 20_000), None, 16, 16)
+                   .reshape(-1)[:20_000].astype(np.int64) for w in range(n_workers))
+        for r in reports[:-1]:
+            assert np.array_equal(r[2][rnd], want), (rnd, r[1])
+    ps = reports[-1]
+    assert ps[2] == rounds * frags and ps[3] == 0
+    assert ps[1].get("plain", 0) == rounds * frags * n_workers
+
+
+def test_counting_transport_keeps_its_counts_under_the_native_loop() -> None:
+    """A subclass that counts frames in ``counts`` (emulation.agents.CountingTransport) runs
+    the C loop, which keeps the counts."""
+
+    class Counting(UdpTransport):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.counts = {"tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "rx_bytes": 0}
+
+        def send_many(self, frames: Any) -> None:
+            frames = list(frames)
+            super().send_many(frames)
+            self.counts["tx_packets"] += len(frames)
+
+    k, net = 8, _net()
+    trs = [Counting(f"{net}.1", lanes=k), Counting(f"{net}.2", lanes=k)]
+    wk = Worker(2, 0, f"{net}.2", f"{net}.1", [FragmentLabel(0, 1)], lanes=k, window=4,
+                rto=RtoEstimator(initial=0.5, minimum=0.2, maximum=1.0))
+    wk.push(np.arange(10 * k, dtype=float))
+    ps = ParameterServer(f"{net}.2", {2: JobConfig({0: (f"{net}.1", 0)})}, lanes=k,
+                         timeout=RtoEstimator(initial=0.5, minimum=0.2, maximum=1.0))
+    assert native_udp(wk, trs[0]) and native_udp(ps, trs[1])
+    import threading
+    t = threading.Thread(target=run_udp, args=(ps, trs[1], 10.0, wk.done))
+    t.start()
+    try:
+        assert run_udp(wk, trs[0], 10.0)
+    finally:
+        t.join(15)
+        for tr in trs:
+            tr.close()
+    flen = 42 + 24 + 4 * k
+    assert trs[0].counts == {"tx_packets": 10, "tx_bytes": 10 * flen, "rx_packets": 10, "rx_bytes": 10 * flen}
+    assert trs[1].counts == trs[0].counts
+    assert np.array_equal(wk.result_fixed(), (np.arange(10 * k) * 65536).astype(np.int64))
