@@ -287,7 +287,8 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
             bfrt = BfRtServer(switch, device_id=args.device_id, loader=loader,
                               ports={p.number for p in ports} if ports else None,
                               on_switch_change=on_switch_change, bfrt_json=schema,
-                              include_dirs=include_dirs)
+                              # a pushed program is compiled from a temporary file (make_loader)
+                              include_dirs=include_dirs + [os.path.dirname(os.path.abspath(args.program))])
         except P4SimError as e:
             where = f"--bfrt-json {args.bfrt_json}" if schema is not None else "BfRuntime"
             raise UsageError(f"{where}: {e}") from None

@@ -17,6 +17,10 @@ from typing import Any, Iterator
 
 import pytest
 
+# p4sim's protocol modules need protobuf's pure-Python backend, chosen before protobuf loads:
+# the SDE's client would load it first otherwise, and break the other test modules of a run
+import p4sim.p4runtime  # noqa: F401,E402
+
 try:
     import bfrt_grpc.client as gc  # type: ignore[import-not-found]
 except ImportError:
