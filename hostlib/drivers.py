@@ -296,8 +296,11 @@ class UdpTransport:
                  batch: int = 256, buffer_bytes: int = 4 << 20, mmsg: bool | None = None,
                  native: bool | None = None) -> None:
         self.ip, self.port, self.lanes, self.dst_port, self.batch = ip, port, lanes, dst_port, batch
-        # run_udp's C loops (hostlib.native) for this socket: None = where available, False = never
+        # run_udp's C loops (hostlib.native) for this socket: None = where available, False = never.
+        # Once they ran, the socket is theirs (on loopback its datagrams come GRO-coalesced, which
+        # only the C loop splits): its ring state lives in _native_io until close.
         self.native = native
+        self._native_io: int | None = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             try:
@@ -427,6 +430,10 @@ class UdpTransport:
         return prefix + data
 
     def close(self) -> None:
+        if getattr(self, "_native_io", None):
+            from .native import free_transport_io
+            self.sock.close()
+            free_transport_io(self)
         self.sock.close()
 
 
@@ -494,6 +501,9 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
     if transport.native is True and isinstance(transport, UdpTransport):
         raise RuntimeError("native=True, but run_udp cannot use hostlib.native here "
                            f"({__import__('hostlib.native').native.unavailable_reason() or 'see native_udp'})")
+    if getattr(transport, "_native_io", None):
+        from .native import free_transport_io
+        free_transport_io(transport)       # the socket goes back to one datagram per read
     stop = stop or getattr(agent, "done")
     recv_many, send_many = _batched_io(transport)
     on_frames = getattr(agent, "on_frames", None)

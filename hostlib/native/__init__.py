@@ -191,6 +191,7 @@ def _load() -> Any:
             "ina_io_new": ([I, I, I, I, I, I], P),
             "ina_io_free": ([P], None),
             "ina_io_send": ([P, P, I], ctypes.c_int),
+            "ina_io_poll": ([P, D], ctypes.c_int),
             "ina_worker_udp": ([P, P, D, D, D, I], ctypes.c_int),
             "ina_ps_udp": ([P, P, D, D, D], ctypes.c_int),
         }
@@ -642,17 +643,9 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
     from ..ps import ParameterServer
     from ..drivers import UdpTransport
     lib = _load()
-    gso = loopback_gso(transport.ip)
-    if gso:
-        try:
-            transport.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
-        except OSError:
-            gso = False
-    io = lib.ina_io_new(transport.sock.fileno(), transport.lanes, RING_GSO if gso else RING, TXCAP,
-                        transport.dst_port, int(gso))
-    if not io:
-        raise MemoryError("inahost: cannot allocate the socket rings")
+    io = transport_io(transport)
     ios = IoState.from_address(io)
+    tx0, txb0, rx0, rxb0, drop0 = ios.tx_packets, ios.tx_bytes, ios.rx_packets, ios.rx_bytes, ios.send_dropped
     is_ps = isinstance(agent, ParameterServer)
     native: Any
     if is_ps:
@@ -694,8 +687,17 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
                 ev = lib.ina_worker_udp(ctypes.byref(native.st), io, t0, until, math.inf, int(default_stop))
             else:
                 # nothing to run in C (no round yet): the Python core answers what comes
-                frames = transport.recv_many(min(poll, max(0.0, timeout - now)))
-                send(agent.on_frames(frames, time.monotonic() - t0) if frames else [])
+                wait = min(poll, max(0.0, timeout - now))
+                for _ in range(RING):
+                    got = lib.ina_io_poll(io, wait)
+                    if got < 0:
+                        _raise(got, "receive")
+                    if not got:
+                        break
+                    wait = 0.0
+                    frame = transport._frame(ctypes.string_at(ios.ho_data, ios.ho_len), bytes(ios.ho_source))
+                    if frame is not None:
+                        send(agent.on_frame(frame, time.monotonic() - t0))
                 continue
             if ev < 0:
                 _raise(ev, "UDP loop")
@@ -719,14 +721,41 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
     finally:
         native.finish()
         counts = getattr(transport, "counts", None)
-        c_moved = [ios.tx_packets, ios.tx_bytes, ios.rx_packets, ios.rx_bytes]
+        c_moved = [ios.tx_packets - tx0, ios.tx_bytes - txb0, ios.rx_packets - rx0, ios.rx_bytes - rxb0]
         if isinstance(counts, dict):
             for k, v in zip(("tx_packets", "tx_bytes", "rx_packets", "rx_bytes"),
                             [c_moved[0] + moved[0], c_moved[1] + moved[1], c_moved[2], c_moved[3]]):
                 if k in counts:
                     counts[k] += v
-        transport.send_dropped += ios.send_dropped + moved[4]
-        lib.ina_io_free(io)
-        if gso:
-            # the Python loop reads one datagram per buffer: no coalescing outside the C loop
-            transport.sock.setsockopt(SOL_UDP, UDP_GRO, 0)
+        transport.send_dropped += ios.send_dropped - drop0 + moved[4]
+
+
+def transport_io(transport: Any) -> int:
+    """The C socket state of a UdpTransport (its rings), made once and kept with it until it
+    closes: what one run_udp left in the receive ring is the next one's, and with UDP_GRO on
+    (loopback) the socket must be read by the C loop, which splits coalesced datagrams."""
+    io = getattr(transport, "_native_io", None)
+    if io:
+        return io
+    lib = _load()
+    gso = loopback_gso(transport.ip)
+    if gso:
+        try:
+            transport.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+        except OSError:
+            gso = False
+    io = lib.ina_io_new(transport.sock.fileno(), transport.lanes, RING_GSO if gso else RING, TXCAP,
+                        transport.dst_port, int(gso))
+    if not io:
+        raise MemoryError("inahost: cannot allocate the socket rings")
+    transport._native_io = io
+    return io
+
+
+def free_transport_io(transport: Any) -> None:
+    io = getattr(transport, "_native_io", None)
+    if io:
+        transport._native_io = None
+        _load().ina_io_free(io)
+        if loopback_gso(transport.ip) and transport.sock.fileno() >= 0:
+            transport.sock.setsockopt(SOL_UDP, UDP_GRO, 0)     # the Python loop reads one datagram per buffer

@@ -103,7 +103,10 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
             int64_t m = size - frag * lanes < lanes ? size - frag * lanes : lanes;
             for (int64_t i = 0; i < m; i++) {
                 double x = (is_f32 ? (double)f32[pos + i] : f64[pos + i]) * scale;
-                x = nearbyint(x);                  /* round half to even, as np.rint */
+                /* round half to even, as np.rint: adding and subtracting 1.5 * 2^52 rounds in
+                 * the default rounding mode, exact for |x| < 2^51 (nearbyint is a libm call) */
+                if (fabs(x) < 2251799813685248.0) x = (x + 6755399441055744.0) - 6755399441055744.0;
+                else x = nearbyint(x);
                 if (!(x >= -2147483648.0 && x <= 2147483647.0)) {
                     if (!clip || isnan(x)) return 1;
                     x = x < 0 ? -2147483648.0 : 2147483647.0;
@@ -824,6 +827,15 @@ int64_t ina_sizeof(int64_t which) {
     }
 }
 
+
+/* The next INA datagram, waiting up to ``wait`` s for one: 1 (it is io->ho_data), 0 or -errno
+ * (for agents the C loops do not run, so that they read coalesced datagrams as the loops do) */
+int ina_io_poll(Io *io, double wait) {
+    if (io_next(io)) return 1;
+    int r = io_fill(io, wait);
+    if (r < 0) return r;
+    return io_next(io) != NULL;
+}
 
 /* Run the worker until: its round is done (stop_on_done), ``until`` (s since t0) passes, a
  * timer (ours, or ``py_deadline``) is due, or a frame needs the Python core (EV_FRAME: the
