@@ -13,7 +13,7 @@ logic exists once, in Python, with a C mirror of its common case.
 * :func:`run_udp_native` is :func:`hostlib.drivers.run_udp` on the C loops.
 * :func:`encode_round` is Worker.push's encoder (fixed point and frame building) in one C pass.
 
-Build: ``cc -O2 -shared -fPIC`` into ``$INAHOST_CACHE_DIR`` (default ``~/.cache/ina-host``),
+Build: ``cc -O3 -shared -fPIC`` into ``$INAHOST_CACHE_DIR`` (default ``~/.cache/ina-host``),
 the file named by the SHA-256 of the source, the flags and the compiler's identity; written to
 a temporary file and renamed (atomic), so concurrent builders race harmlessly. No compiler, or
 ``INAHOST_NATIVE=0``: :func:`available` is False and hostlib runs the Python cores (one log line).
@@ -41,7 +41,7 @@ from ..protocol import (ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError,
 log = logging.getLogger("hostlib.native")
 
 SOURCE = Path(__file__).with_name("inahost.c")
-CFLAGS = ["-O2", "-shared", "-fPIC", "-ffp-contract=off", "-Wall"]   # no FMA: doubles as Python computes them
+CFLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off", "-Wall"]   # no FMA: doubles as Python computes them
 LIBS = ["-lm"]
 
 OK, HANDOFF, NEWROUND = 0, 1, 2

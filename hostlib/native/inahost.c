@@ -81,10 +81,36 @@ static void rto_sample(Rto *r, double rtt) {
 }
 
 /* ------------------------------------------------------------------ encoding (Worker.push) */
-/* A whole round's first copies: values (float32 or float64) -> rint(v * 2^scale) -> int32
- * big-endian lanes behind a copy of ``prefix`` and of sub-model s's header template (fragment
- * id patched in). Returns 0, or 1 when a value is not finite or overflows int32 (unless
- * ``clip``): the caller then lets hostlib.protocol.encode_fragments raise its exact error. */
+/* A whole round's first copies (ina_encode_frames): values (float32 or float64) ->
+ * rint(v * 2^scale) -> int32 big-endian lanes behind a copy of ``prefix`` and of sub-model s's
+ * header template (fragment id patched in). Returns 0, or 1 when a value is not finite or
+ * overflows int32 (unless ``clip``): the caller then lets hostlib.protocol.encode_fragments
+ * raise its exact error. */
+/* one fragment's lanes, the common case: every value finite and inside int32 after rounding.
+ * Branch-free (the compiler vectorizes it); returns 0 if some value is not, and the caller
+ * redoes the fragment exactly. Adding and subtracting 1.5 * 2^52 rounds half to even in the
+ * default rounding mode, exactly for |x| < 2^51 (larger values fail the range test anyway). */
+#define ENCODE_FAST(NAME, T)                                                                  \
+    static int NAME(const T *v, int64_t m, double scale, uint8_t *ln) {                         \
+        int32_t tmp[256];                                                                       \
+        int ok = 1;                                                                             \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            double x = (double)v[i] * scale;                                                    \
+            x = (x + 6755399441055744.0) - 6755399441055744.0;                                  \
+            ok &= (x >= -2147483648.0) & (x <= 2147483647.0);                                   \
+            x = x < -2147483648.0 ? -2147483648.0 : (x > 2147483647.0 ? 2147483647.0 : x);     \
+            tmp[i] = (int32_t)x;                                                                \
+        }                                                                                       \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            uint32_t y = (uint32_t)tmp[i];                                                      \
+            y = (y >> 24) | ((y >> 8) & 0xff00u) | ((y << 8) & 0xff0000u) | (y << 24);          \
+            memcpy(ln + 4 * i, &y, 4);                                                          \
+        }                                                                                       \
+        return ok;                                                                              \
+    }
+ENCODE_FAST(encode_fast32, float)
+ENCODE_FAST(encode_fast64, double)
+
 int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, int64_t nsubs, int64_t scale_bits,
                       int64_t lanes, int64_t clip, const uint8_t *prefix, const uint8_t *templates, uint8_t *out) {
     const double scale = ldexp(1.0, (int)scale_bits);
@@ -101,17 +127,17 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
             put32(fr + PREFIX + 8, (uint32_t)frag);
             uint8_t *ln = fr + PREFIX + HDR;
             int64_t m = size - frag * lanes < lanes ? size - frag * lanes : lanes;
-            for (int64_t i = 0; i < m; i++) {
-                double x = (is_f32 ? (double)f32[pos + i] : f64[pos + i]) * scale;
-                /* round half to even, as np.rint: adding and subtracting 1.5 * 2^52 rounds in
-                 * the default rounding mode, exact for |x| < 2^51 (nearbyint is a libm call) */
-                if (fabs(x) < 2251799813685248.0) x = (x + 6755399441055744.0) - 6755399441055744.0;
-                else x = nearbyint(x);
-                if (!(x >= -2147483648.0 && x <= 2147483647.0)) {
-                    if (!clip || isnan(x)) return 1;
-                    x = x < 0 ? -2147483648.0 : 2147483647.0;
+            int fast = m <= 256 && (is_f32 ? encode_fast32(f32 + pos, m, scale, ln)
+                                           : encode_fast64(f64 + pos, m, scale, ln));
+            if (!fast) {
+                for (int64_t i = 0; i < m; i++) {
+                    double x = nearbyint((is_f32 ? (double)f32[pos + i] : f64[pos + i]) * scale);   /* np.rint */
+                    if (!(x >= -2147483648.0 && x <= 2147483647.0)) {
+                        if (!clip || isnan(x)) return 1;
+                        x = x < 0 ? -2147483648.0 : 2147483647.0;
+                    }
+                    put32(ln + 4 * i, (uint32_t)(int32_t)x);
                 }
-                put32(ln + 4 * i, (uint32_t)(int32_t)x);
             }
             memset(ln + 4 * m, 0, 4 * (lanes - m));
             pos += m;
@@ -249,8 +275,13 @@ typedef struct Entry {
 } Entry;
 
 typedef struct {
+    uint64_t key;
+    Entry *e;
+} Slot;
+
+typedef struct {
     int64_t job, round, cap, count;
-    Entry **slots;
+    Slot *slots;                    /* open addressing; the key inline, so a probe is one load */
 } Table;
 
 typedef struct {
@@ -294,7 +325,7 @@ int64_t *ina_ps_counts(Ps *ps) { return ps->counts; }
 
 static void table_free(Ps *ps, Table *t) {
     for (int64_t i = 0; i < t->cap; i++) {
-        Entry *e = t->slots[i];
+        Entry *e = t->slots[i].e;
         if (!e) continue;
         if (e->state == E_OPEN) { e->prev->nxt = e->nxt; e->nxt->prev = e->prev; }
         free(e);
@@ -332,44 +363,46 @@ static Table *find_table(Ps *ps, int64_t job, int64_t round, int create) {
     }
     Table *t = &ps->tables[ps->ntables];
     t->job = job; t->round = round; t->cap = 1024; t->count = 0;
-    t->slots = calloc(t->cap, sizeof(Entry *));
+    t->slots = calloc(t->cap, sizeof(Slot));
     if (!t->slots) return NULL;
     ps->ntables++;
     return t;
 }
 
-static inline uint64_t hash64(uint64_t k) {
-    k ^= k >> 33; k *= 0xff51afd7ed558ccdULL; k ^= k >> 33;
-    return k;
+/* where a key's probe starts: consecutive fragments of a sub-model in consecutive slots (a
+ * round's keys arrive nearly in order, so probes stay in cache), sub-models spread apart */
+static inline uint64_t slot_of(uint64_t k) {
+    return (k & 0xffffffffu) + (k >> 32) * 0x9E3779B97F4A7C15ULL;
 }
 
 static Entry *lookup(Table *t, uint64_t key) {
     uint64_t m = t->cap - 1;
-    for (uint64_t i = hash64(key) & m;; i = (i + 1) & m) {
-        Entry *e = t->slots[i];
-        if (!e || e->key == key) return e;
+    for (uint64_t i = slot_of(key) & m;; i = (i + 1) & m) {
+        Slot *s = &t->slots[i];
+        if (!s->e || s->key == key) return s->e;
     }
 }
 
 static int insert(Table *t, Entry *e) {
     if (2 * (t->count + 1) > t->cap) {
         int64_t cap = 2 * t->cap;
-        Entry **s = calloc(cap, sizeof(Entry *));
+        Slot *s = calloc(cap, sizeof(Slot));
         if (!s) return -1;
         for (int64_t i = 0; i < t->cap; i++) {
-            Entry *x = t->slots[i];
-            if (!x) continue;
-            uint64_t j = hash64(x->key) & (cap - 1);
-            while (s[j]) j = (j + 1) & (cap - 1);
+            Slot x = t->slots[i];
+            if (!x.e) continue;
+            uint64_t j = slot_of(x.key) & (cap - 1);
+            while (s[j].e) j = (j + 1) & (cap - 1);
             s[j] = x;
         }
         free(t->slots);
         t->slots = s;
         t->cap = cap;
     }
-    uint64_t m = t->cap - 1, i = hash64(e->key) & m;
-    while (t->slots[i]) i = (i + 1) & m;
-    t->slots[i] = e;
+    uint64_t m = t->cap - 1, i = slot_of(e->key) & m;
+    while (t->slots[i].e) i = (i + 1) & m;
+    t->slots[i].key = e->key;
+    t->slots[i].e = e;
     t->count++;
     return 0;
 }
@@ -444,7 +477,7 @@ int64_t ina_ps_collect(Ps *ps, int64_t only_due, double now, int64_t cap, int64_
     for (int64_t ti = 0; ti < ps->ntables; ti++) {
         Table *t = &ps->tables[ti];
         for (int64_t i = 0; i < t->cap && n < cap; i++) {
-            Entry *e = t->slots[i];
+            Entry *e = t->slots[i].e;
             if (!e || e->state == E_PY) continue;
             if (only_due && (e->state != E_OPEN || e->deadline > now)) continue;
             int64_t *k = keys + 5 * n;
@@ -465,7 +498,7 @@ int64_t ina_ps_live(Ps *ps, int64_t only_due, double now) {
     }
     for (int64_t ti = 0; ti < ps->ntables; ti++)
         for (int64_t i = 0; i < ps->tables[ti].cap; i++) {
-            Entry *e = ps->tables[ti].slots[i];
+            Entry *e = ps->tables[ti].slots[i].e;
             n += e && e->state != E_PY;
         }
     return n;
@@ -841,6 +874,7 @@ int ina_io_poll(Io *io, double wait) {
  * timer (ours, or ``py_deadline``) is due, or a frame needs the Python core (EV_FRAME: the
  * datagram is io->ho_data). Replies are sent before returning. */
 int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadline, int64_t stop_on_done) {
+    double now = mono() - t0;             /* one clock reading per batch, as run_udp's */
     for (;;) {
         const uint8_t *d;
         while ((d = io_next(io)) != NULL) {
@@ -849,7 +883,7 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
                 w->out_n = w->scratch_used = 0;
                 if (r < 0) return r;
             }
-            if (ina_worker_payload(w, d, mono() - t0) == HANDOFF) {
+            if (ina_worker_payload(w, d, now) == HANDOFF) {
                 int r = ina_io_send(io, w->out, w->out_n);
                 w->out_n = w->scratch_used = 0;
                 return r < 0 ? r : EV_FRAME;
@@ -861,7 +895,7 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
             if (r < 0) return r;
         }
         if (stop_on_done && w->n_done == w->n) return EV_DONE;
-        double now = mono() - t0;
+        now = mono() - t0;
         double dl = ina_worker_next_deadline(w);
         if (py_deadline < dl) dl = py_deadline;
         if (dl <= now) return EV_TIMER;
@@ -869,10 +903,12 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
         double wait = (dl < until ? dl : until) - now;
         int r = io_fill(io, wait);
         if (r < 0) return r;
+        now = mono() - t0;
     }
 }
 
 int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
+    double now = mono() - t0;
     for (;;) {
         const uint8_t *d;
         while ((d = io_next(io)) != NULL) {
@@ -881,7 +917,7 @@ int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
                 ps->out_n = 0;
                 if (r < 0) return r;
             }
-            int c = ina_ps_payload(ps, d, mono() - t0);
+            int c = ina_ps_payload(ps, d, now);
             if (c == OK) continue;
             int r = ina_io_send(io, ps->out, ps->out_n);
             ps->out_n = 0;
@@ -898,7 +934,7 @@ int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
             ps->out_n = 0;
             if (r < 0) return r;
         }
-        double now = mono() - t0;
+        now = mono() - t0;
         double dl = ina_ps_next_deadline(ps);
         if (py_deadline < dl) dl = py_deadline;
         if (dl <= now) return EV_TIMER;
@@ -906,5 +942,6 @@ int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
         double wait = (dl < until ? dl : until) - now;
         int r = io_fill(io, wait);
         if (r < 0) return r;
+        now = mono() - t0;
     }
 }
