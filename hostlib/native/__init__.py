@@ -286,7 +286,7 @@ class NativeWorker:
         self._done_ref = wk._done
         counts = np.asarray(r.count, dtype=np.int64)
         first = np.asarray(r.first, dtype=np.int64)
-        sub = np.asarray(r.sub, dtype=np.int32)
+        sub = np.repeat(np.arange(len(counts), dtype=np.int32), counts)      # r.sub, without the list
         wire = np.frombuffer(r.wire, dtype=np.uint8)
         cap = max(1024, 4 * wk.window + 64)
         self.first_sent, self.timeout, self.deadline = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -303,7 +303,6 @@ class NativeWorker:
         st.out_cap, st.out_n, st.scratch_used = cap, 0, 0
         st.out = ctypes.cast(self.out, ctypes.POINTER(ctypes.c_void_p))
         st.scratch = _addr(self.scratch)
-        self._lo = 0                   # below this index nothing changes any more (all done)
         self._py_fresh, self._c_fresh = True, False
 
     def bound(self) -> bool:
@@ -333,14 +332,14 @@ class NativeWorker:
         s = wk.stats
         st.sent, st.resent, st.fast_resent, st.results_n, st.duplicate_results = (
             s.sent, s.resent, s.fast_resent, s.results, s.duplicate_results)
-        self._lo = a
         self._c_fresh, self._py_fresh = True, False
 
     def from_c(self) -> None:
         if self._py_fresh:
             return
         wk, st = self.wk, self.st
-        a, b = self._lo, st.next
+        # fragments below the base are done: nothing reads their timers or counters again
+        a, b = st.base, st.next
         wk._first_sent[a:b] = self.first_sent[a:b].tolist()
         wk._timeout[a:b] = self.timeout[a:b].tolist()
         wk._later_results[a:b] = self.later[a:b].tolist()
