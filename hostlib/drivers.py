@@ -467,13 +467,16 @@ _IO_METHODS = ("send", "recv", "send_many", "recv_many", "_frame", "_drain")
 
 def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.monotonic) -> bool:
     """Whether :func:`run_udp` runs ``agent`` on ``transport`` with hostlib.native's C loop: a
-    Worker or ParameterServer (not a subclass, not a WorkerGroup) on a UdpTransport with
+    Worker, WorkerGroup of Workers or ParameterServer (not subclasses) on a UdpTransport with
     sendmmsg/recvmmsg, the real monotonic clock, and the C library built here."""
     from .ps import ParameterServer
-    from .worker import Worker
+    from .worker import Worker, WorkerGroup
     if not isinstance(transport, UdpTransport) or transport.native is False or clock is not time.monotonic:
         return False
-    if type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False:
+    if type(agent) is WorkerGroup:
+        if any(type(w) is not Worker or not w.native for w in agent.workers.values()):
+            return False
+    elif type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False:
         return False
     cls = type(transport)
     if (any(getattr(cls, m) is not getattr(UdpTransport, m) for m in _IO_METHODS)

@@ -7,8 +7,8 @@ Everything else is handed to the Python cores (hostlib.worker.Worker, hostlib.ps
 which stay the reference: around every hand-off the state is synced both ways, so the protocol
 logic exists once, in Python, with a C mirror of its common case.
 
-* :class:`NativeWorker` / :class:`NativePs` bind one Worker / ParameterServer to its C state and
-  are sans-IO agents themselves (``start``, ``on_frame``, ``on_timer``, ``next_deadline``): the
+* :class:`NativeWorker` / :class:`NativeGroup` / :class:`NativePs` bind one Worker /
+  WorkerGroup / ParameterServer to its C state and are sans-IO agents themselves (``start``, ``on_frame``, ``on_timer``, ``next_deadline``): the
   differential tests run them and the Python cores side by side.
 * :func:`run_udp_native` is :func:`hostlib.drivers.run_udp` on the C loops.
 * :func:`encode_round` is Worker.push's encoder (fixed point and frame building) in one C pass.
@@ -193,6 +193,7 @@ def _load() -> Any:
             "ina_io_send": ([P, P, I], ctypes.c_int),
             "ina_io_poll": ([P, D], ctypes.c_int),
             "ina_worker_udp": ([P, P, D, D, D, I], ctypes.c_int),
+            "ina_group_udp": ([P, I, P, D, D, D, I], ctypes.c_int),
             "ina_ps_udp": ([P, P, D, D, D], ctypes.c_int),
         }
         for name, (args, res) in sig.items():
@@ -406,6 +407,70 @@ class NativeWorker:
     def finish(self) -> None:
         """Leave the Worker current (C keeps nothing the Worker does not have)."""
         self.from_c()
+
+
+class NativeGroup:
+    """A :class:`hostlib.worker.WorkerGroup` (one Worker per job on one socket) with each
+    Worker's common case in C (:class:`NativeWorker` each); a sans-IO agent like it."""
+
+    def __init__(self, group: Any) -> None:
+        self.group = group
+        self.natives = {job: _native_worker(wk) for job, wk in group.workers.items()}
+        self._ptrs = (ctypes.c_void_p * len(self.natives))(
+            *[ctypes.addressof(n.st) for n in self.natives.values()])
+
+    def bound(self) -> bool:
+        return all(n.bound() for n in self.natives.values())
+
+    def to_c(self) -> None:
+        for n in self.natives.values():
+            n.to_c()
+
+    def from_c(self) -> None:
+        for n in self.natives.values():
+            n.from_c()
+
+    def finish(self) -> None:
+        self.from_c()
+
+    def _python(self) -> Any:
+        for n in self.natives.values():
+            n._python()
+        return self.group
+
+    def start(self, now: float) -> list[bytes]:
+        return self._python().start(now)
+
+    def done(self) -> bool:
+        return all(n.done() for n in self.natives.values())
+
+    def on_frame(self, frame: bytes, now: float) -> list[bytes]:
+        try:
+            job = frame_fields(frame, self.group.lanes)[1]
+        except ProtocolError:
+            return []
+        n = self.natives.get(job)
+        return [] if n is None else n.on_frame(frame, now)
+
+    def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
+        out: list[bytes] = []
+        for f in frames:
+            out += self.on_frame(f, now)
+        return out
+
+    def on_timer(self, now: float) -> list[bytes]:
+        return self._python().on_timer(now)
+
+    def next_deadline(self) -> float | None:
+        return min((d for n in self.natives.values() if (d := n.next_deadline()) is not None), default=None)
+
+
+def _native_worker(wk: Any) -> NativeWorker:
+    """The Worker's NativeWorker, made once and kept with it (its C arrays live per round)."""
+    n = getattr(wk, "_native", None)
+    if n is None:
+        n = wk._native = NativeWorker(wk)
+    return n
 
 
 # ---------------------------------------------------------------------- PS
@@ -639,20 +704,22 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
     the C loops; the same contract. The transport's ``counts`` (frames and frame bytes each
     way, if it keeps them, as emulation.agents.CountingTransport does) and ``send_dropped``
     get what C moved."""
-    from ..ps import ParameterServer
     from ..drivers import UdpTransport
+    from ..ps import ParameterServer
+    from ..worker import WorkerGroup
     lib = _load()
     io = transport_io(transport)
     ios = IoState.from_address(io)
     tx0, txb0, rx0, rxb0, drop0 = ios.tx_packets, ios.tx_bytes, ios.rx_packets, ios.rx_bytes, ios.send_dropped
     is_ps = isinstance(agent, ParameterServer)
+    is_group = isinstance(agent, WorkerGroup)
     native: Any
     if is_ps:
         native = NativePs(agent)
+    elif is_group:
+        native = NativeGroup(agent)
     else:
-        native = getattr(agent, "_native", None)
-        if native is None:
-            native = agent._native = NativeWorker(agent)
+        native = _native_worker(agent)
     default_stop = stop is None
     stop = stop or agent.done
     moved = [0, 0, 0, 0, 0]          # tx frames, tx bytes, rx frames, rx bytes, send_dropped (Python's share)
@@ -683,7 +750,11 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
                 ev = lib.ina_ps_udp(native.handle, io, t0, until, native.py_deadline())
             elif native.bound():
                 native.to_c()
-                ev = lib.ina_worker_udp(ctypes.byref(native.st), io, t0, until, math.inf, int(default_stop))
+                if is_group:
+                    ev = lib.ina_group_udp(native._ptrs, len(native.natives), io, t0, until, math.inf,
+                                           int(default_stop))
+                else:
+                    ev = lib.ina_worker_udp(ctypes.byref(native.st), io, t0, until, math.inf, int(default_stop))
             else:
                 # nothing to run in C (no round yet): the Python core answers what comes
                 wait = min(poll, max(0.0, timeout - now))
@@ -696,7 +767,7 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
                     wait = 0.0
                     frame = transport._frame(ctypes.string_at(ios.ho_data, ios.ho_len), bytes(ios.ho_source))
                     if frame is not None:
-                        send(agent.on_frame(frame, time.monotonic() - t0))
+                        send(native._python().on_frame(frame, time.monotonic() - t0))
                 continue
             if ev < 0:
                 _raise(ev, "UDP loop")
@@ -705,7 +776,7 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
                 data = ctypes.string_at(ios.ho_data, ios.ho_len)
                 frame = transport._frame(data, bytes(ios.ho_source))
                 if frame is not None:
-                    send(native.python_frame(frame, now) if is_ps else native._python().on_frame(frame, now))
+                    send(native.python_frame(frame, now) if is_ps else native._python().on_frames([frame], now))
             elif ev == EV_NEWROUND:
                 hdr = ctypes.string_at(ios.ho_data, HEADER_LEN)
                 native.new_round(int.from_bytes(hdr[2:4], "big"), int.from_bytes(hdr[20:24], "big"))

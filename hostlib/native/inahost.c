@@ -907,6 +907,59 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
     }
 }
 
+/* ina_worker_udp for a WorkerGroup: several Workers (one per job) behind one socket, a frame
+ * to the Worker of its job id; done when all are */
+int ina_group_udp(Worker **ws, int64_t nw, Io *io, double t0, double until, double py_deadline,
+                  int64_t stop_on_done) {
+    double now = mono() - t0;
+    for (;;) {
+        const uint8_t *d;
+        while ((d = io_next(io)) != NULL) {
+            Worker *w = NULL;
+            for (int64_t i = 0; i < nw; i++)
+                if (ws[i]->job == be16(d + 2)) { w = ws[i]; break; }
+            int c = HANDOFF;
+            if (w) {
+                if (w->out_n + 2 * w->window + 2 > w->out_cap) {
+                    int r = ina_io_send(io, w->out, w->out_n);
+                    w->out_n = w->scratch_used = 0;
+                    if (r < 0) return r;
+                }
+                c = ina_worker_payload(w, d, now);
+            }
+            if (c == HANDOFF) {
+                for (int64_t i = 0; i < nw; i++) {
+                    int r = ina_io_send(io, ws[i]->out, ws[i]->out_n);
+                    ws[i]->out_n = ws[i]->scratch_used = 0;
+                    if (r < 0) return r;
+                }
+                return EV_FRAME;
+            }
+        }
+        int all_done = 1;
+        double dl = py_deadline;
+        for (int64_t i = 0; i < nw; i++) {
+            Worker *w = ws[i];
+            if (w->out_n) {
+                int r = ina_io_send(io, w->out, w->out_n);
+                w->out_n = w->scratch_used = 0;
+                if (r < 0) return r;
+            }
+            all_done &= w->n_done == w->n;
+            double x = ina_worker_next_deadline(w);
+            if (x < dl) dl = x;
+        }
+        if (stop_on_done && all_done) return EV_DONE;
+        now = mono() - t0;
+        if (dl <= now) return EV_TIMER;
+        if (now >= until) return EV_POLL;
+        double wait = (dl < until ? dl : until) - now;
+        int r = io_fill(io, wait);
+        if (r < 0) return r;
+        now = mono() - t0;
+    }
+}
+
 int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
     double now = mono() - t0;
     for (;;) {

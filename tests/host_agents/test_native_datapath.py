@@ -22,7 +22,7 @@ from hostlib import protocol as P
 from hostlib.drivers import UdpTransport, native_udp, run_on_fabric, run_udp
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import FragmentLabel, Worker
+from hostlib.worker import FragmentLabel, Worker, WorkerGroup
 
 from .fabric3 import SIZES, build
 
@@ -114,6 +114,49 @@ def test_fabric_native_and_python_cores_emit_the_same_frames(mode: str, loss: fl
 
 
 # ---------------------------------------------------------------------- node 0, reordering
+def _simulate(agents: dict[str, Any], rng: random.Random, loss: float, dup: float, done: Any, log: list) -> None:
+    """Deliver every frame to the agent at its IPv4 destination after a random delay (so frames
+    overtake each other), dropping or duplicating some; fire the agents' timers."""
+    q: list = []
+    seq = 0
+
+    def send(t: float, frames: list[bytes]) -> None:
+        nonlocal seq
+        for f in frames:
+            copies = 0 if rng.random() < loss else (2 if rng.random() < dup else 1)
+            for _ in range(copies):
+                seq += 1
+                heapq.heappush(q, (t + rng.uniform(1e-5, 2e-3), seq, P.int_to_ip(int.from_bytes(f[30:34], "big")), f))
+
+    now = 0.0
+    for name, a in agents.items():
+        out = a.start(now)
+        log.append((name, "start", out))
+        send(now, out)
+    while not done():
+        deadlines = [(d, name) for name, a in agents.items() if (d := a.next_deadline()) is not None]
+        t_frame = q[0][0] if q else float("inf")
+        t_timer, who = min(deadlines) if deadlines else (float("inf"), None)
+        assert min(t_frame, t_timer) < 100.0, "stalled"
+        if t_frame <= t_timer:
+            now, _, dst, f = heapq.heappop(q)
+            if dst in agents:
+                out = agents[dst].on_frame(f, now)
+                log.append((dst, "frame", now, out))
+                send(now, out)
+        else:
+            now = t_timer
+            out = agents[who].on_timer(now)
+            log.append((who, "timer", now, out))
+            send(now, out)
+
+
+def _want(grads: list[np.ndarray], sizes: list[int], k: int) -> np.ndarray:
+    offs = np.cumsum([0, *sizes])
+    return sum(np.concatenate([P.encode_fragments(g[o:o + s], None, 16, k).reshape(-1)[:s]
+                               for o, s in zip(offs, sizes)]).astype(np.int64) for g in grads)
+
+
 def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: float, rounds: int = 3) -> tuple:
     """Workers and a PS of a no-switch job (node 0) on a simulated network that drops,
     duplicates and reorders (random per-frame delays), with the agents' timers."""
@@ -137,44 +180,11 @@ def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: f
             if native_path:
                 agents[w.ip].finish()
             w.push(g, sizes)
-        q: list = []
-        seq = 0
-
-        def send(t: float, frames: list[bytes]) -> None:
-            nonlocal seq
-            for f in frames:
-                copies = 0 if rng.random() < loss else (2 if rng.random() < dup else 1)
-                for _ in range(copies):
-                    seq += 1
-                    heapq.heappush(q, (t + rng.uniform(1e-5, 2e-3), seq, P.int_to_ip(int.from_bytes(f[30:34], "big")), f))
-
-        now = 0.0
-        for name, a in agents.items():
-            out = a.start(now)
-            log.append((name, "start", out))
-            send(now, out)
-        while not all(w.done() if not native_path else agents[w.ip].done() for w in wks):
-            deadlines = [(d, name) for name, a in agents.items() if (d := a.next_deadline()) is not None]
-            t_frame = q[0][0] if q else float("inf")
-            t_timer, who = min(deadlines) if deadlines else (float("inf"), None)
-            assert min(t_frame, t_timer) < 100.0, "stalled"
-            if t_frame <= t_timer:
-                now, _, dst, f = heapq.heappop(q)
-                if dst in agents:
-                    out = agents[dst].on_frame(f, now)
-                    log.append((dst, "frame", now, out))
-                    send(now, out)
-            else:
-                now = t_timer
-                out = agents[who].on_timer(now)
-                log.append((who, "timer", now, out))
-                send(now, out)
-        want = sum(np.concatenate([P.encode_fragments(g[o:o + s], None, 16, k).reshape(-1)[:s]
-                                   for o, s in ((0, 150), (150, 77))]).astype(np.int64) for g in grads)
+        _simulate(agents, rng, loss, dup, lambda: all(a.done() for a in list(agents.values())[1:]), log)
         for w in wks:
             if native_path:
                 agents[w.ip].finish()
-            assert np.array_equal(w.result_fixed(), want), (rnd, w.worker_id)
+            assert np.array_equal(w.result_fixed(), _want(grads, sizes, k)), (rnd, w.worker_id)
     if native_path:
         agents[ps_ip].finish()
         assert agents[ps_ip].native_frames > 0 and all(agents[w.ip].native_frames > 0 for w in wks)
@@ -193,6 +203,45 @@ def test_node0_loss_duplication_reordering_same_frames(n_workers: int, seed: int
     assert py[1:] == nat[1:]
     if loss:
         assert py[1].get("resend", 0) > 0
+
+
+def _group_run(native_path: bool, seed: int, loss: float, dup: float) -> tuple:
+    """Two jobs (3 and 4), each with its own PS, on the same two hosts: each host one
+    WorkerGroup (InArt's split job), over the reordering network of ``_simulate``."""
+    k, hosts = 8, ["10.0.0.1", "10.0.0.2"]
+    rto = dict(initial=0.004, minimum=0.002, maximum=0.05)
+    pss = {job: ParameterServer(f"10.0.9.{job}", {job: JobConfig({w: (hosts[w], 0) for w in range(2)})}, lanes=k,
+                                timeout=RtoEstimator(**rto)) for job in (3, 4)}
+    groups = [WorkerGroup([Worker(job, w, f"10.0.9.{job}", hosts[w], [FragmentLabel(0, 2)], lanes=k, window=4,
+                                  rto=RtoEstimator(**rto)) for job in (3, 4)]) for w in range(2)]
+    grng = np.random.default_rng(seed)
+    grads = {(job, w): grng.normal(0, 3.0, 90 + 10 * job) for job in (3, 4) for w in range(2)}
+    for w, g in enumerate(groups):
+        for job, wk in g.workers.items():
+            wk.push(grads[job, w])
+    agents: dict[str, Any] = {f"10.0.9.{job}": native.NativePs(ps) if native_path else ps for job, ps in pss.items()}
+    for h, g in zip(hosts, groups):
+        agents[h] = native.NativeGroup(g) if native_path else g
+    log: list = []
+    _simulate(agents, random.Random(seed), loss, dup, lambda: all(agents[h].done() for h in hosts), log)
+    for h in hosts:
+        if native_path:
+            agents[h].finish()
+    for ip in ("10.0.9.3", "10.0.9.4"):
+        if native_path:
+            agents[ip].finish()
+    for job in (3, 4):
+        want = _want([grads[job, 0], grads[job, 1]], [90 + 10 * job], k)
+        assert all(np.array_equal(g.workers[job].result_fixed(), want) for g in groups)
+    return log, [dict(ps.stats.received) for ps in pss.values()], [wk.stats for g in groups for wk in g.workers.values()]
+
+
+@pytest.mark.parametrize("seed,loss,dup", [(1, 0.0, 0.0), (2, 0.1, 0.1)])
+def test_worker_group_native_and_python_same_frames(seed: int, loss: float, dup: float) -> None:
+    py = _group_run(False, seed, loss, dup)
+    nat = _group_run(True, seed, loss, dup)
+    assert len(py[0]) == len(nat[0]) and all(a == b for a, b in zip(py[0], nat[0]))
+    assert py[1:] == nat[1:]
 
 
 # ---------------------------------------------------------------------- encoding
@@ -353,3 +402,49 @@ def test_counting_transport_keeps_its_counts_under_the_native_loop() -> None:
     assert trs[0].counts == {"tx_packets": 10, "tx_bytes": 10 * flen, "rx_packets": 10, "rx_bytes": 10 * flen}
     assert trs[1].counts == trs[0].counts
     assert np.array_equal(wk.result_fixed(), (np.arange(10 * k) * 65536).astype(np.int64))
+
+
+def test_worker_groups_over_udp_loopback_are_exact() -> None:
+    """Two jobs with a PS each, two hosts each running one WorkerGroup on one socket (the C
+    loop of a group), in threads; three rounds."""
+    import threading
+    k, net = 16, _net()
+    ps_ips, hosts = {3: f"{net}.3", 4: f"{net}.4"}, [f"{net}.1", f"{net}.2"]
+    rto = dict(initial=0.5, minimum=0.2, maximum=1.0)
+    trs = {ip: UdpTransport(ip, lanes=k) for ip in [*ps_ips.values(), *hosts]}
+    pss = {job: ParameterServer(ip, {job: JobConfig({w: (hosts[w], 0) for w in range(2)})}, lanes=k,
+                                timeout=RtoEstimator(**rto)) for job, ip in ps_ips.items()}
+    groups = [WorkerGroup([Worker(job, w, ps_ips[job], hosts[w], [FragmentLabel(0, 2)], lanes=k, window=32,
+                                  rto=RtoEstimator(**rto)) for job in (3, 4)]) for w in range(2)]
+    assert all(native_udp(g, trs[h]) for g, h in zip(groups, hosts))
+    stop = threading.Event()
+    ps_threads = [threading.Thread(target=run_udp, args=(pss[j], trs[ip], 60.0, stop.is_set)) for j, ip in ps_ips.items()]
+    for t in ps_threads:
+        t.start()
+    results: dict = {}
+
+    def host(w: int) -> None:
+        for rnd in range(3):
+            for job, wk in groups[w].workers.items():
+                wk.push(np.random.default_rng(1000 * rnd + 10 * job + w).normal(0, 5.0, 3000 + job))
+            assert run_udp(groups[w], trs[hosts[w]], 30.0)
+            results[w, rnd] = {job: wk.result_fixed() for job, wk in groups[w].workers.items()}
+
+    threads = [threading.Thread(target=host, args=(w,)) for w in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        stop.set()
+        for t in ps_threads:
+            t.join(30)
+        for tr in trs.values():
+            tr.close()
+    for rnd in range(3):
+        for job in (3, 4):
+            gs = [np.random.default_rng(1000 * rnd + 10 * job + w).normal(0, 5.0, 3000 + job) for w in range(2)]
+            want = _want(gs, [3000 + job], k)
+            assert all(np.array_equal(results[w, rnd][job], want) for w in range(2)), (rnd, job)
+    assert all(ps.stats.completed == 3 * -(-(3000 + j) // k) for j, ps in pss.items())
