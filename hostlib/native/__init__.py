@@ -289,7 +289,8 @@ class NativeWorker:
         first = np.asarray(r.first, dtype=np.int64)
         sub = np.repeat(np.arange(len(counts), dtype=np.int32), counts)      # r.sub, without the list
         wire = np.frombuffer(r.wire, dtype=np.uint8)
-        cap = max(1024, 4 * wk.window + 64)
+        # one frame's replies: a window of first copies and at most a window of fast resends
+        cap = max(1024, 4 * min(wk.window, n) + 64)
         self.first_sent, self.timeout, self.deadline = np.zeros(n), np.zeros(n), np.zeros(n)
         self.pend, self.later = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32)
         self.out = (ctypes.c_void_p * cap)()
@@ -315,7 +316,8 @@ class NativeWorker:
         if self._c_fresh:
             return
         wk, st = self.wk, self.st
-        if self._round is not wk._cur or self._done_ref is not wk._done:
+        if (self._round is not wk._cur or self._done_ref is not wk._done
+                or 4 * min(wk.window, st.n) + 64 > st.out_cap):      # a new round, or a larger window
             self._bind()
         a, b = wk._base, wk._next
         self.pend[a:b] = 0
