@@ -109,6 +109,13 @@ def bench_codec(n: int, repeat: int) -> None:
         assert _encode_batch(g) == frames, "batch encoding differs from the per-fragment one"
         _line("encode, batch (encode_fragments+build_frames)", n, _best(lambda: _encode_batch(g), repeat),
               frames_count)
+        if native.available():
+            tpl = P.header_array(1, job_id=JOB, node_id=3, submodel_id=0, fragment_id=0, worker_id=1, fan_in=2,
+                                 bitmap=1 << 1, round=5)
+            pre = P.frame_prefix("10.0.0.2", "10.0.0.1", 0, 0, P.INA_UDP_PORT, 64, P.HEADER_LEN + 4 * K)
+            enc = lambda: native.encode_round(g, [g.size], 16, K, False, tpl, pre)      # noqa: E731
+            assert enc() == b"".join(frames), "native encoding differs from the per-fragment one"
+            _line("encode, native (hostlib.native.encode_round)", n, _best(enc, repeat), frames_count)
         assert np.array_equal(_decode_batch(frames, n), _decode_per_fragment(frames, n))
         _line("decode, batch (parse_frames+add)", n, _best(lambda: _decode_batch(frames, n), repeat),
               frames_count)
