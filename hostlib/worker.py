@@ -211,8 +211,8 @@ class Worker:
         """The round's first copies from hostlib.native's one-pass encoder (the same bytes as the
         numpy path below it), or None: no native path, or an error for the numpy path to raise
         exactly as it always has (values are checked before header fields)."""
-        if not self.native:
-            return None
+        if not self.native or not 0 <= self.scale_bits < 63:
+            return None               # e.g. a negative scale: the numpy path raises for it
         from . import native
         if not native.available():
             return None
