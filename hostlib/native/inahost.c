@@ -624,7 +624,8 @@ Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t ds
     if (!io) return NULL;
     io->fd = fd; io->lanes = lanes; io->need = HDR + 4 * lanes; io->frame_len = PREFIX + io->need;
     io->gso = gso;
-    io->cap = cap; io->bufsize = gso ? GSO_MAX * io->need + 64 : io->need + 64; io->txcap = txcap;
+    /* a coalesced datagram is at most 64 KiB, whatever the segment size */
+    io->cap = cap; io->bufsize = (gso ? 65536 : io->need) + 64; io->txcap = txcap;
     io->dst_port = dst_port;
     io->rxctl = calloc(cap, CMSG_BYTES);
     io->txctl = calloc(txcap, CMSG_BYTES);
@@ -712,8 +713,8 @@ static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
     for (int64_t i = 0; i < m;) {
         uint32_t d;
         memcpy(&d, io->txsorted[i] + 30, 4);
-        int64_t j = i + 1;
-        while (j < m && j - i < GSO_MAX && memcmp(io->txsorted[j] + 30, &d, 4) == 0) j++;
+        int64_t j = i + 1, most = 65000 / io->need < GSO_MAX ? 65000 / io->need : GSO_MAX;   /* 64 KiB a send */
+        while (j < m && j - i < most && memcmp(io->txsorted[j] + 30, &d, 4) == 0) j++;
         struct sockaddr_in *a = &io->txnames[nmsgs];
         a->sin_family = AF_INET;
         a->sin_port = htons((uint16_t)io->dst_port);

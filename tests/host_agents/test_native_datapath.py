@@ -448,3 +448,33 @@ def test_worker_groups_over_udp_loopback_are_exact() -> None:
             want = _want(gs, [3000 + job], k)
             assert all(np.array_equal(results[w, rnd][job], want) for w in range(2)), (rnd, job)
     assert all(ps.stats.completed == 3 * -(-(3000 + j) // k) for j, ps in pss.items())
+
+
+@pytest.mark.parametrize("k", [1, 1024])
+def test_udp_loopback_with_few_and_many_lanes(k: int) -> None:
+    """GSO batches stay under 64 KiB a send whatever the frame size (1024 lanes: 4 KiB frames)."""
+    import threading
+    net = _net()
+    rto = dict(initial=0.5, minimum=0.2, maximum=1.0)
+    trs = [UdpTransport(f"{net}.{i}", lanes=k) for i in (1, 2, 3)]
+    ps = ParameterServer(trs[0].ip, {5: JobConfig({0: (trs[1].ip, 0), 1: (trs[2].ip, 0)})}, lanes=k,
+                         timeout=RtoEstimator(**rto))
+    wks = [Worker(5, w, trs[0].ip, trs[1 + w].ip, [FragmentLabel(0, 2)], lanes=k, window=100, rto=RtoEstimator(**rto))
+           for w in range(2)]
+    grads = [np.random.default_rng(w).normal(0, 2.0, 150 * k + 3) for w in range(2)]
+    for wk, g in zip(wks, grads):
+        wk.push(g)
+    done = lambda: all(wk.done() for wk in wks)          # noqa: E731
+    threads = [threading.Thread(target=run_udp, args=(ps, trs[0], 30.0, done))]
+    threads += [threading.Thread(target=run_udp, args=(wk, trs[1 + i], 30.0)) for i, wk in enumerate(wks)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(40)
+    finally:
+        for tr in trs:
+            tr.close()
+    want = _want(grads, [150 * k + 3], k)
+    assert all(wk.done() and np.array_equal(wk.result_fixed(), want) for wk in wks)
+    assert sum(wk.stats.resent for wk in wks) == 0
