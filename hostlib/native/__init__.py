@@ -93,20 +93,34 @@ def build() -> Path:
         return target
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
-            c_file, so_tmp = Path(tmp) / "inahost.c", Path(tmp) / "inahost.so"
-            c_file.write_text(source)
-            r = subprocess.run([cc, *CFLAGS, "-o", str(so_tmp), str(c_file), *LIBS], capture_output=True, text=True,
-                               timeout=300)
-            if r.returncode != 0:
-                first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[:200])
-                raise NativeUnavailable(f"C compiler failed on {SOURCE.name}: {first.strip()}")
-            os.replace(so_tmp, target)     # atomic: concurrent builders race harmlessly
+        # processes starting together (emulation agents) wait for one compiler run instead of
+        # running one each on a 2-core machine; the rename below stays what makes it safe
+        with open(out_dir / f".lock-{key[:32]}", "w") as lock:
+            try:
+                import fcntl
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            except (ImportError, OSError):
+                pass
+            if target.exists():
+                return target
+            _compile(cc, source, out_dir, target)
     except OSError as e:
         raise NativeUnavailable(f"cannot build in {out_dir}: {e.strerror or e}") from None
     except subprocess.TimeoutExpired:
         raise NativeUnavailable("C compiler timed out") from None
     return target
+
+
+def _compile(cc: str, source: str, out_dir: Path, target: Path) -> None:
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+        c_file, so_tmp = Path(tmp) / "inahost.c", Path(tmp) / "inahost.so"
+        c_file.write_text(source)
+        r = subprocess.run([cc, *CFLAGS, "-o", str(so_tmp), str(c_file), *LIBS], capture_output=True, text=True,
+                           timeout=300)
+        if r.returncode != 0:
+            first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[:200])
+            raise NativeUnavailable(f"C compiler failed on {SOURCE.name}: {first.strip()}")
+        os.replace(so_tmp, target)     # atomic: concurrent builders race harmlessly
 
 
 # ---------------------------------------------------------------------- ctypes mirrors

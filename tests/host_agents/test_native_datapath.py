@@ -288,6 +288,16 @@ def test_cache_key_is_the_source_not_its_path(tmp_path: Path, monkeypatch: pytes
     assert native.build() != first
 
 
+def test_concurrent_first_builds_compile_once(tmp_path: Path) -> None:
+    code = "from hostlib import native; print(native.build())"
+    env = {**os.environ, "INAHOST_CACHE_DIR": str(tmp_path / "c")}
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env,
+                              cwd=Path(__file__).resolve().parents[2]) for _ in range(3)]
+    outs = {p.communicate(timeout=300)[0].strip() for p in procs}
+    assert len(outs) == 1 and all(p.returncode == 0 for p in procs)
+    assert [f.name for f in (tmp_path / "c").iterdir() if f.suffix == ".so"] == [Path(outs.pop()).name]
+
+
 def test_without_a_compiler_hostlib_falls_back_to_python(tmp_path: Path) -> None:
     code = ("import logging; logging.basicConfig(level=logging.WARNING)\n"
             "from hostlib import native; from hostlib.drivers import UdpTransport, native_udp\n"
