@@ -187,7 +187,14 @@ def _cpu() -> np.ndarray:
     return np.array([r.ru_utime, r.ru_stime])
 
 
-def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Queue, native: bool) -> None:
+def _no_gso(gso: bool) -> None:
+    if not gso:
+        os.environ["INAHOST_GSO"] = "0"       # every datagram on its own, as on a real interface
+
+
+def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Queue, native: bool,
+            gso: bool = True) -> None:
+    _no_gso(gso)
     tr = UdpTransport(ip, lanes=K, native=native)
     ps = ParameterServer(ip, {JOB: jobcfg}, lanes=K, timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     ready.set()
@@ -198,7 +205,8 @@ def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Q
 
 
 def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int,
-                go: mp.Event, q: mp.Queue, native: bool) -> None:
+                go: mp.Event, q: mp.Queue, native: bool, gso: bool = True) -> None:
+    _no_gso(gso)
     tr = UdpTransport(ip, lanes=K, native=native)
     wk = Worker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)], lanes=K, window=window,
                 rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native)
@@ -253,15 +261,15 @@ def bench_send(n: int, repeat: int) -> None:
           f"{min(received) / frames:.0%} of the datagrams)")
 
 
-def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool) -> float:
+def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso: bool = True) -> float:
     """One all-reduce run; returns its wall-clock rate (Gb/s of gradient payload)."""
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"   # not another run's addresses
     ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(workers)]
     ctx = mp.get_context("fork")
     stop, ready, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     jobcfg = JobConfig({w: (ips[w], 0) for w in range(workers)})
-    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, stop, ready, q, native))]
-    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, go, q, native))
+    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, stop, ready, q, native, gso))]
+    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, go, q, native, gso))
               for w in range(workers)]
     procs[0].start()
     ready.wait(30)
@@ -281,12 +289,14 @@ def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool) -> f
     wall = max(r[2] for r in reports if r[0] == "worker")
     resent = sum(r[3] for r in reports if r[0] == "worker")
     payload_bits = n * 32 * rounds
-    path = "native" if native else "Python"
+    path = ("native" if gso else "native*") if native else "Python"
     print(f"{'UDP loopback, %d workers + PS, %.1f MB, W=%d, %s' % (workers, n * 4 / 2**20, window, path):<56} "
           f"{payload_bits / cpu / 1e9:8.3f} Gb/s/core  {payload_bits / wall / 1e9:8.3f} Gb/s wall  "
           f"{rounds / wall:6.2f} rounds/s")
     print(f"    CPU s (user+system): PS {cpu_ps.sum():.2f} ({cpu_ps[1]:.2f} system), workers {cpu_workers.sum():.2f} "
           f"({cpu_workers[1]:.2f} system), in {wall:.2f} s wall; {resent} fragments resent")
+    if not gso:
+        print("    * without UDP GSO/GRO: every datagram sent and read on its own, as on a real interface (Mininet)")
     return payload_bits / wall / 1e9
 
 
@@ -377,6 +387,9 @@ def main() -> None:
         if not args.skip_python_udp:
             bench_udp(m, args.rounds, args.workers, args.window, native=False)
         ina = bench_udp(m, args.rounds, args.workers, args.window, native=True) if native.available() else None
+        if ina is not None and native.loopback_gso("127.0.0.1"):
+            # what the same hosts do where every datagram is sent and read on its own (Mininet)
+            bench_udp(m, args.rounds, args.workers, args.window, native=True, gso=False)
         gloo = bench_gloo(m, args.rounds, args.workers)
         if ina is not None and gloo:
             print(f"{'INA (native) / gloo, wall-clock rate':<56} {ina / gloo:8.2f}x")
