@@ -157,9 +157,11 @@ def _want(grads: list[np.ndarray], sizes: list[int], k: int) -> np.ndarray:
                                for o, s in zip(offs, sizes)]).astype(np.int64) for g in grads)
 
 
-def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: float, rounds: int = 3) -> tuple:
+def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: float, rounds: int = 3,
+               scale: float = 8.0) -> tuple:
     """Workers and a PS of a no-switch job (node 0) on a simulated network that drops,
-    duplicates and reorders (random per-frame delays), with the agents' timers."""
+    duplicates and reorders (random per-frame delays), with the agents' timers. ``scale``: the
+    gradients' standard deviation (large ones saturate the sums: OVERFLOW results)."""
     k, ps_ip = 16, "10.0.9.1"
     ips = [f"10.0.0.{w + 1}" for w in range(n_workers)]
     rto = dict(initial=0.004, minimum=0.002, maximum=0.05)
@@ -175,16 +177,17 @@ def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: f
     log: list = []
     sizes = [150, 77]
     for rnd in range(rounds):
-        grads = [grng.normal(0, 8.0, sum(sizes)) for _ in wks]
+        grads = [np.clip(grng.normal(0, scale, sum(sizes)), -30000, 30000) for _ in wks]
         for w, g in zip(wks, grads):
             if native_path:
                 agents[w.ip].finish()
             w.push(g, sizes)
         _simulate(agents, rng, loss, dup, lambda: all(a.done() for a in list(agents.values())[1:]), log)
+        want = np.clip(_want(grads, sizes, k), -2**31, 2**31 - 1)       # the PS saturates, as a switch would
         for w in wks:
             if native_path:
                 agents[w.ip].finish()
-            assert np.array_equal(w.result_fixed(), _want(grads, sizes, k)), (rnd, w.worker_id)
+            assert np.array_equal(w.result_fixed(), want), (rnd, w.worker_id)
     if native_path:
         agents[ps_ip].finish()
         assert agents[ps_ip].native_frames > 0 and all(agents[w.ip].native_frames > 0 for w in wks)
@@ -192,11 +195,15 @@ def _node0_run(native_path: bool, n_workers: int, seed: int, loss: float, dup: f
     return log, dict(ps.stats.received), ps.stats.completed, [w.stats for w in wks], sorted(ps._entries)
 
 
-@pytest.mark.parametrize("n_workers,seed,loss,dup", [(2, 1, 0.0, 0.0), (2, 2, 0.1, 0.1), (3, 3, 0.05, 0.2),
-                                                     (3, 4, 0.2, 0.05)])
-def test_node0_loss_duplication_reordering_same_frames(n_workers: int, seed: int, loss: float, dup: float) -> None:
-    py = _node0_run(False, n_workers, seed, loss, dup)
-    nat = _node0_run(True, n_workers, seed, loss, dup)
+@pytest.mark.parametrize("n_workers,seed,loss,dup,scale", [(2, 1, 0.0, 0.0, 8.0), (2, 2, 0.1, 0.1, 8.0),
+                                                           (3, 3, 0.05, 0.2, 8.0), (3, 4, 0.2, 0.05, 8.0),
+                                                           (3, 5, 0.1, 0.0, 20000.0)])
+def test_node0_loss_duplication_reordering_same_frames(n_workers: int, seed: int, loss: float, dup: float,
+                                                       scale: float) -> None:
+    py = _node0_run(False, n_workers, seed, loss, dup, scale=scale)
+    nat = _node0_run(True, n_workers, seed, loss, dup, scale=scale)
+    if scale > 10000:
+        assert all(st.overflowed for st in py[3])             # saturated sums came back flagged
     assert len(py[0]) == len(nat[0])
     for a, b in zip(py[0], nat[0]):
         assert a == b
