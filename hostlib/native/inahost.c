@@ -279,9 +279,13 @@ typedef struct {
     Entry *e;
 } Slot;
 
+#define CHUNK 1024                  /* entries allocated together: a round's entries lie in order */
+
 typedef struct {
     int64_t job, round, cap, count;
     Slot *slots;                    /* open addressing; the key inline, so a probe is one load */
+    uint8_t **chunks;
+    int64_t nchunks, chunks_cap, used;      /* used: entries taken from the last chunk */
 } Table;
 
 typedef struct {
@@ -326,12 +330,32 @@ int64_t *ina_ps_counts(Ps *ps) { return ps->counts; }
 static void table_free(Ps *ps, Table *t) {
     for (int64_t i = 0; i < t->cap; i++) {
         Entry *e = t->slots[i].e;
-        if (!e) continue;
-        if (e->state == E_OPEN) { e->prev->nxt = e->nxt; e->nxt->prev = e->prev; }
-        free(e);
+        if (e && e->state == E_OPEN) { e->prev->nxt = e->nxt; e->nxt->prev = e->prev; }
     }
+    for (int64_t i = 0; i < t->nchunks; i++) free(t->chunks[i]);
+    free(t->chunks);
     free(t->slots);
     (void)ps;
+}
+
+static Entry *table_alloc(Ps *ps, Table *t) {
+    size_t size = sizeof(Entry) + ps->lanes * sizeof(int64_t);
+    if (!t->nchunks || t->used == CHUNK) {
+        if (t->nchunks == t->chunks_cap) {
+            int64_t cap = t->chunks_cap ? 2 * t->chunks_cap : 16;
+            uint8_t **c = realloc(t->chunks, cap * sizeof(uint8_t *));
+            if (!c) return NULL;
+            t->chunks = c;
+            t->chunks_cap = cap;
+        }
+        uint8_t *chunk = malloc(CHUNK * size);
+        if (!chunk) return NULL;
+        t->chunks[t->nchunks++] = chunk;
+        t->used = 0;
+    }
+    Entry *e = (Entry *)(t->chunks[t->nchunks - 1] + t->used++ * size);
+    memset(e, 0, size);
+    return e;
 }
 
 void ina_ps_free(Ps *ps) {
@@ -362,7 +386,8 @@ static Table *find_table(Ps *ps, int64_t job, int64_t round, int create) {
         ps->tables_cap = cap;
     }
     Table *t = &ps->tables[ps->ntables];
-    t->job = job; t->round = round; t->cap = 1024; t->count = 0;
+    memset(t, 0, sizeof(*t));
+    t->job = job; t->round = round; t->cap = 1024;
     t->slots = calloc(t->cap, sizeof(Slot));
     if (!t->slots) return NULL;
     ps->ntables++;
@@ -408,7 +433,7 @@ static int insert(Table *t, Entry *e) {
 }
 
 static Entry *new_entry(Ps *ps, Table *t, uint64_t key, uint8_t state, double now) {
-    Entry *e = calloc(1, sizeof(Entry) + ps->lanes * sizeof(int64_t));
+    Entry *e = table_alloc(ps, t);
     if (!e) return NULL;
     e->key = key;
     e->seq = ps->seq++;
@@ -416,7 +441,7 @@ static Entry *new_entry(Ps *ps, Table *t, uint64_t key, uint8_t state, double no
     e->created = now;
     e->timeout = rto_value(&ps->rto);
     e->deadline = now + e->timeout;
-    if (insert(t, e)) { free(e); return NULL; }
+    if (insert(t, e)) { t->used--; return NULL; }
     if (state == E_OPEN) {
         e->prev = ps->open.prev; e->nxt = &ps->open;
         ps->open.prev->nxt = e; ps->open.prev = e;
