@@ -611,12 +611,12 @@ class NativePs:
         from ..ps import _Entry
         entries, open_ = self.ps._entries, self.ps._open
         lanes = self.lanes
-        for i, (k, m, t) in enumerate(zip(keys.tolist(), meta.tolist(), times.tolist())):
-            e = _Entry(t[0], t[1], t[2], lanes, net_sum=acc[i], net_bitmap=m[1], overflow=bool(m[2]), seq=m[0])
+        for k, m, t, a, r in zip(keys.tolist(), meta.tolist(), times.tolist(), list(acc), list(results)):
+            e = _Entry(t[0], t[1], t[2], lanes, net_sum=a, net_bitmap=m[1], overflow=bool(m[2]), seq=m[0])
             key = (k[0], k[1], k[2], k[3])
             entries[key] = e
             if k[4] == 2:
-                e.result = results[i]
+                e.result = r
             else:
                 open_[key] = e
         self._reorder_open()
