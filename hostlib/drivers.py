@@ -7,7 +7,9 @@
   tests; Mininet hosts). The socket carries the INA header and lanes; the Ethernet/IPv4/UDP
   headers the agents build are the kernel's business here. Each wake-up moves a batch: every
   datagram waiting (recvmmsg, or recvfrom until EAGAIN), the agent's ``on_frames``, all
-  replies in one sendmmsg (``MmsgSocket``; sendto where it is missing).
+  replies in one sendmmsg (``MmsgSocket``; sendto where it is missing). For a Worker,
+  WorkerGroup or ParameterServer, ``run_udp`` runs hostlib.native's C loop instead where it is
+  available (``native_udp``): no Python per frame in the common case.
 """
 from __future__ import annotations
 
@@ -502,8 +504,9 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
         from .native import run_udp_native
         return run_udp_native(agent, transport, timeout, stop, poll)
     if transport.native is True and isinstance(transport, UdpTransport):
-        raise RuntimeError("native=True, but run_udp cannot use hostlib.native here "
-                           f"({__import__('hostlib.native').native.unavailable_reason() or 'see native_udp'})")
+        from .native import unavailable_reason
+        raise RuntimeError("UdpTransport(native=True), but run_udp cannot use hostlib.native for this agent and "
+                           f"transport ({unavailable_reason() or 'see hostlib.drivers.native_udp'})")
     if getattr(transport, "_native_io", None):
         from .native import free_transport_io
         free_transport_io(transport)       # the socket goes back to one datagram per read
