@@ -308,6 +308,8 @@ typedef struct {
     uint8_t *scratch;
 } Ps;
 
+void ina_ps_free(Ps *ps);
+
 Ps *ina_ps_new(int64_t lanes, int64_t njobs, int64_t out_cap) {
     Ps *ps = calloc(1, sizeof(Ps));
     if (!ps) return NULL;
@@ -319,13 +321,11 @@ Ps *ina_ps_new(int64_t lanes, int64_t njobs, int64_t out_cap) {
     ps->out = calloc(out_cap, sizeof(uint8_t *));
     ps->scratch = malloc(out_cap * ps->frame_len);
     ps->open.prev = ps->open.nxt = &ps->open;
-    if (!ps->jobs || !ps->out || !ps->scratch) return NULL;
+    if (!ps->jobs || !ps->out || !ps->scratch) { ina_ps_free(ps); return NULL; }
     return ps;
 }
 
 Job *ina_ps_job(Ps *ps, int64_t i) { return &ps->jobs[i]; }
-Rto *ina_ps_rto(Ps *ps) { return &ps->rto; }
-int64_t *ina_ps_counts(Ps *ps) { return ps->counts; }
 
 static void table_free(Ps *ps, Table *t) {
     for (int64_t i = 0; i < t->cap; i++) {
@@ -644,6 +644,8 @@ typedef struct {
  * ones (the caller enables UDP_GRO on the socket); only for loopback, where no switch sees the
  * packets: a packet socket on a real interface (p4sim on Mininet's veths) would see a GSO
  * super-packet, not the datagrams. On the wire of lo, each segment is one datagram. */
+void ina_io_free(Io *io);
+
 Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t dst_port, int64_t gso) {
     Io *io = calloc(1, sizeof(Io));
     if (!io) return NULL;
@@ -656,7 +658,7 @@ Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t ds
     io->txctl = calloc(txcap, CMSG_BYTES);
     io->txgid = calloc(txcap, sizeof(int32_t));
     io->txsorted = calloc(txcap, sizeof(uint8_t *));
-    if (!io->rxctl || !io->txctl || !io->txgid || !io->txsorted) return NULL;
+    if (!io->rxctl || !io->txctl || !io->txgid || !io->txsorted) { ina_io_free(io); return NULL; }
     io->rxbuf = malloc(cap * io->bufsize);
     io->rxmsgs = calloc(cap, sizeof(struct mmsghdr));
     io->rxiov = calloc(cap, sizeof(struct iovec));
@@ -664,7 +666,10 @@ Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t ds
     io->txmsgs = calloc(txcap, sizeof(struct mmsghdr));
     io->txiov = calloc(txcap, sizeof(struct iovec));
     io->txnames = calloc(txcap, sizeof(struct sockaddr_in));
-    if (!io->rxbuf || !io->rxmsgs || !io->rxiov || !io->rxnames || !io->txmsgs || !io->txiov || !io->txnames) return NULL;
+    if (!io->rxbuf || !io->rxmsgs || !io->rxiov || !io->rxnames || !io->txmsgs || !io->txiov || !io->txnames) {
+        ina_io_free(io);
+        return NULL;
+    }
     for (int64_t i = 0; i < cap; i++) {
         io->rxiov[i].iov_base = io->rxbuf + i * io->bufsize;
         io->rxiov[i].iov_len = io->bufsize;
