@@ -480,6 +480,8 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
             return False
     elif type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False:
         return False
+    if getattr(agent, "lanes", None) != transport.lanes:
+        return False                  # the Python loop says what is wrong with such frames
     cls = type(transport)
     if (any(getattr(cls, m) is not getattr(UdpTransport, m) for m in _IO_METHODS)
             and not isinstance(getattr(transport, "counts", None), dict)):
