@@ -476,7 +476,7 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
     if not isinstance(transport, UdpTransport) or transport.native is False or clock is not time.monotonic:
         return False
     if type(agent) is WorkerGroup:
-        if any(type(w) is not Worker or not w.native for w in agent.workers.values()):
+        if any(type(w) is not Worker or not w.native or w.lanes != transport.lanes for w in agent.workers.values()):
             return False
     elif type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False:
         return False
