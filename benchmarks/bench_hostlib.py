@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.machine import describe  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
 from hostlib.drivers import UdpTransport, run_udp  # noqa: E402
@@ -347,17 +348,6 @@ def bench_gloo(n: int, rounds: int, workers: int) -> float | None:
     return gbps
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=8.0, help="gradient size in MB of float32 (sans-IO benchmarks)")
@@ -370,7 +360,7 @@ def main() -> None:
     ap.add_argument("--skip-python-udp", action="store_true", help="UDP all-reduce: native and gloo only")
     args = ap.parse_args()
     n, only = int(args.mb * 2**20 / 4), set(args.only.split(","))
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores (os.cpu_count)")
+    print(describe())
     print(f"hostlib, {K} lanes per fragment, numpy {np.__version__}, native data path: "
           f"{'yes' if native.available() else 'no (' + str(native.unavailable_reason()) + ')'}"
           f"{' (UDP GSO/GRO on loopback)' if native.available() and native.loopback_gso('127.0.0.1') else ''}")

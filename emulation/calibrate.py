@@ -97,6 +97,20 @@ def pace_note(busy: float, ratio_to_ideal: float, what: str) -> str:
             f"--interleave sends the sub-models in turn")
 
 
+def parse_link_mbps(value: str | float, bound: float = PROBE_MBPS) -> float | str:
+    """``--link-mbps``: "auto", or a rate in (0, bound] Mb/s; ValueError names what is wrong."""
+    if value == "auto":
+        return value
+    try:
+        mbps = float(value)
+    except ValueError:
+        raise ValueError(f"--link-mbps {value!r}: a rate in Mb/s or auto") from None
+    if not 0 < mbps <= bound:
+        raise ValueError(f"--link-mbps {mbps:g}: a rate in (0, {bound:g}] Mb/s "
+                         "(Mininet's TCLink shapes up to 1000 Mb/s)")
+    return mbps
+
+
 def cpu_model() -> str:
     """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
     try:
@@ -116,4 +130,4 @@ def machine() -> str:
 
 
 __all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "Traffic", "Choice", "nice_floor", "choose_link_mbps",
-           "pace_note", "cpu_model", "machine"]
+           "pace_note", "parse_link_mbps", "cpu_model", "machine"]

@@ -45,7 +45,8 @@ from hostlib.protocol import HEADER_LEN, MAX_WORKERS
 
 from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
-from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, Choice, Traffic, choose_link_mbps, machine, pace_note
+from .calibrate import (BUSY_LINK_BOUND, PROBE_MBPS, Choice, Traffic, choose_link_mbps, machine, pace_note,
+                        parse_link_mbps)
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
 from .inprocess import run_jobs as run_inprocess
@@ -736,14 +737,7 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
             raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
     if args.rto_max < args.rto_min:
         raise ValueError(f"--rto-max {args.rto_max}: below --rto-min {args.rto_min}")
-    if args.link_mbps != "auto":
-        try:
-            args.link_mbps = float(args.link_mbps)
-        except ValueError:
-            raise ValueError(f"--link-mbps {args.link_mbps!r}: a rate in Mb/s or auto") from None
-        if not 0 < args.link_mbps <= PROBE_MBPS:
-            raise ValueError(f"--link-mbps {args.link_mbps:g}: a rate in (0, {PROBE_MBPS:g}] Mb/s "
-                             "(Mininet's TCLink shapes up to 1000 Mb/s)")
+    args.link_mbps = parse_link_mbps(args.link_mbps)
     for name in ("timeout", "rto_min"):
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")

@@ -42,7 +42,7 @@ from training.train_digits import DEFAULT_HIDDEN, MODELS, ModelSpec
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale_for, place_jobs
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
-from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor
+from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor, parse_link_mbps
 from .run import DEPLOYABLE, INTERLEAVE, interleave_submodels, link_bounds, plan_scheme
 
 GLOO_PORT = 29500
@@ -371,13 +371,7 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[ModelSpec], To
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
     if not 0.0 <= args.loss < 1.0:
         raise ValueError(f"--loss {args.loss}: a drop rate in [0, 1)")
-    if args.link_mbps != "auto":
-        try:
-            args.link_mbps = float(args.link_mbps)
-        except ValueError:
-            raise ValueError(f"--link-mbps {args.link_mbps!r}: a rate in Mb/s or auto") from None
-        if not 0 < args.link_mbps <= PROBE_MBPS:
-            raise ValueError(f"--link-mbps {args.link_mbps:g}: a rate in (0, {PROBE_MBPS:g}] Mb/s")
+    args.link_mbps = parse_link_mbps(args.link_mbps)
     if not args.timeout > 0:
         raise ValueError(f"--timeout {args.timeout}: must be positive")
     if args.window < 1 or args.interleave < 0:
