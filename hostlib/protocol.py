@@ -304,6 +304,22 @@ def fragment_layout(submodel_sizes: Sequence[int], lanes: int = DEFAULT_LANES
     return sub, frag, start, stop
 
 
+def send_order(submodel_sizes: Sequence[int], lanes: int = DEFAULT_LANES) -> np.ndarray:
+    """The order in which a worker sends a round's fragments: indexes into
+    :func:`fragment_layout`'s rows. Sub-models are interleaved in proportion to their sizes
+    (fragment f of a sub-model with c fragments goes at (f + 1/2) / c of the round, ties by
+    sub-model id), so that every sub-model — each aggregated at its own node, over its own links
+    — is in flight all round long and all finish together, instead of their links being busy one
+    after another. Within a sub-model fragments keep their order, which fast retransmit relies on
+    (one path, so its results arrive in order)."""
+    sub, frag, _, _ = fragment_layout(submodel_sizes, lanes)
+    counts = -(-np.asarray(submodel_sizes, dtype=np.int64).reshape(-1) // lanes)
+    if np.count_nonzero(counts) <= 1:
+        return np.arange(sub.size, dtype=np.int64)
+    # (2f + 1) / 2c: IEEE division is correctly rounded, so equal fractions compare equal
+    return np.lexsort((sub, (2 * frag + 1) / (2 * counts[sub]))).astype(np.int64)
+
+
 def encode_fragments(values: np.ndarray, submodel_sizes: Sequence[int] | None = None, scale_bits: int = 16,
                      lanes: int = DEFAULT_LANES, clip: bool = False) -> np.ndarray:
     """A whole gradient → int32 fixed point, one row of ``lanes`` per fragment (rows as

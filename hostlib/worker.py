@@ -25,7 +25,7 @@ import numpy as np
 
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
                        ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
-                       frame_fields, frame_lanes, frame_prefix, header_array)
+                       frame_fields, frame_lanes, frame_prefix, header_array, send_order)
 from .rto import RtoEstimator
 
 
@@ -50,25 +50,36 @@ _RESULT, _REMINDER, _OVERFLOW = int(Flags.RESULT), int(Flags.REMINDER), int(Flag
 class _Round:
     """One round's fragments: where each lies in the gradient, its first copy on the wire, and
     the results. Plain lists of ints, not an object per fragment: a round of a large model has
-    hundreds of thousands of fragments and the hot path only ever indexes them."""
+    hundreds of thousands of fragments and the hot path only ever indexes them.
 
-    __slots__ = ("number", "sub", "start", "stop", "first", "count", "wire", "frame_len", "lanes", "results",
-                 "overflowed")
+    A fragment's *index* is its place in the send order (protocol.send_order: sub-models
+    interleaved), so the window's base, the pending keys and fast retransmit's "sent before"
+    all read as send order; ``pos`` maps the gradient order (``first[sub] + fragment_id``) to it."""
 
-    def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, overflowed: set[int]) -> None:
-        sub, _, start, stop = fragment_layout(sizes, lanes)
+    __slots__ = ("number", "sub", "frag", "start", "stop", "first", "count", "pos", "wire", "frame_len", "lanes",
+                 "results", "overflowed", "_gstart", "_gstop", "_permuted")
+
+    def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, overflowed: set[int],
+                 order: np.ndarray) -> None:
+        sub, frag, start, stop = fragment_layout(sizes, lanes)
         self.number = number
-        self.sub: list[int] = sub.tolist()
-        self.start: list[int] = start.tolist()
-        self.stop: list[int] = stop.tolist()
+        self.sub: list[int] = sub[order].tolist()
+        self.frag: list[int] = frag[order].tolist()
+        self.start: list[int] = start[order].tolist()
+        self.stop: list[int] = stop[order].tolist()
+        self._gstart, self._gstop = start, stop            # gradient order, for result_fixed
         counts = [-(-s // lanes) for s in sizes]
         self.count: list[int] = counts                     # fragments per sub-model
-        self.first: list[int] = [0, *accumulate(counts)][:len(counts)]      # each sub-model's first fragment
-        self.wire = wire                                   # every first copy, back to back
+        self.first: list[int] = [0, *accumulate(counts)][:len(counts)]      # each sub-model's first, gradient order
+        pos = np.empty(len(order), dtype=np.int64)
+        pos[order] = np.arange(len(order), dtype=np.int64)
+        self.pos: list[int] = pos.tolist()
+        self._permuted = bool((pos != np.arange(len(pos))).any())
+        self.wire = wire                                   # every first copy in send order, back to back
         self.frame_len = len(wire) // len(self.sub) if self.sub else 0
         self.lanes = lanes
         # every result's lanes as they came off the wire (big-endian int32, one row per
-        # fragment): a result costs one bytes copy here, the conversion happens once per read
+        # fragment, send order): a result costs one bytes copy here, the conversion happens once per read
         self.results = bytearray(4 * lanes * len(self.sub))
         self.overflowed = overflowed
 
@@ -77,7 +88,7 @@ class _Round:
 
     def index(self, submodel_id: int, fragment_id: int) -> int | None:
         if 0 <= submodel_id < len(self.count) and 0 <= fragment_id < self.count[submodel_id]:
-            return self.first[submodel_id] + fragment_id
+            return self.pos[self.first[submodel_id] + fragment_id]
         return None
 
     def frame(self, idx: int) -> bytes:
@@ -96,11 +107,14 @@ class _Round:
     def result_fixed(self) -> np.ndarray:
         """The results in gradient order (int64; zeros where none arrived yet)."""
         rows = np.frombuffer(self.results, dtype=">i4").reshape(len(self.sub), self.lanes)
-        size = self.stop[-1] if self.sub else 0
-        if all((b - a) == self.lanes for a, b in zip(self.start[:-1], self.stop[:-1])):
+        if self._permuted:
+            rows = rows[np.asarray(self.pos)]             # send order -> gradient order
+        size = int(self._gstop[-1]) if self.sub else 0
+        widths = self._gstop - self._gstart
+        if bool((widths[:-1] == self.lanes).all()):
             return rows.reshape(-1)[:size].astype(np.int64)      # only the last row may be short
         # fragments tile the gradient in order, so the used lanes, row after row, are the gradient
-        used = np.arange(self.lanes) < (np.array(self.stop) - np.array(self.start))[:, None]
+        used = np.arange(self.lanes) < widths[:, None]
         return rows[used].astype(np.int64)
 
 
@@ -192,11 +206,15 @@ class Worker:
                                    priority=per_sub("priority"), bitmap=1 << self.worker_id, round=rnd)
             wire = build_frames(headers, encoded, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
                                 dst_mac=self.gateway_mac)
+        order = send_order(sizes, self.lanes)
+        n_frag = len(order)
+        if n_frag and not bool((order == np.arange(n_frag)).all()):
+            wire = np.frombuffer(wire, dtype=np.uint8).reshape(n_frag, -1)[order].tobytes()   # send order
         if self._started and self._cur is not None:
             self._previous = self._cur
         self.round = rnd
         self.stats = WorkerStats()
-        self._cur = _Round(rnd, sizes, self.lanes, wire, self.stats.overflowed)
+        self._cur = _Round(rnd, sizes, self.lanes, wire, self.stats.overflowed, order)
         self._done = bytearray(len(self._cur))
         self._n_done = 0
         n = len(self._cur)
@@ -397,7 +415,7 @@ class Worker:
     def _header(self, r: _Round, idx: int, node_id: int, flags: Flags) -> InaHeader:
         sub = r.sub[idx]
         label = self.labels[sub]
-        return InaHeader.for_worker(self.job_id, node_id, sub, idx - r.first[sub], self.worker_id,
+        return InaHeader.for_worker(self.job_id, node_id, sub, r.frag[idx], self.worker_id,
                                     label.fan_in, label.priority, flags, r.number)
 
     def _result_copy(self, r: _Round, idx: int) -> bytes:

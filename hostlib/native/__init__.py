@@ -134,7 +134,7 @@ class Rto(ctypes.Structure):
 
 class WorkerState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("n", "lanes", "frame_len", "window", "reach", "nsubs", "job", "round")]
-                + [(n, _ptr) for n in ("wire", "sub", "first", "count", "done", "results", "retx", "first_sent",
+                + [(n, _ptr) for n in ("wire", "sub", "first", "count", "pos", "done", "results", "retx", "first_sent",
                                        "timeout", "deadline", "pend", "later")]
                 + [(n, _i64) for n in ("base", "next", "n_done", "n_pending")]
                 + [("newest_answered", _dbl), ("rto", Rto)]
@@ -301,7 +301,8 @@ class NativeWorker:
         self._done_ref = wk._done
         counts = np.asarray(r.count, dtype=np.int64)
         first = np.asarray(r.first, dtype=np.int64)
-        sub = np.repeat(np.arange(len(counts), dtype=np.int32), counts)      # r.sub, without the list
+        sub = np.asarray(r.sub, dtype=np.int32)          # per fragment, send order
+        pos = np.asarray(r.pos, dtype=np.int64)
         wire = np.frombuffer(r.wire, dtype=np.uint8)
         # one frame's replies: a window of first copies and at most a window of fast resends
         cap = max(1024, 4 * min(wk.window, n) + 64)
@@ -309,10 +310,10 @@ class NativeWorker:
         self.pend, self.later = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32)
         self.out = (ctypes.c_void_p * cap)()
         self.scratch = np.zeros(cap * max(r.frame_len, 1), dtype=np.uint8)
-        self._keep = [counts, first, sub, wire]
+        self._keep = [counts, first, sub, pos, wire]
         st.n, st.lanes, st.frame_len, st.window, st.reach = n, wk.lanes, r.frame_len, wk.window, wk.reach
         st.nsubs, st.job, st.round = len(r.count), wk.job_id, r.number
-        st.wire, st.sub, st.first, st.count = _addr(wire), _addr(sub), _addr(first), _addr(counts)
+        st.wire, st.sub, st.first, st.count, st.pos = _addr(wire), _addr(sub), _addr(first), _addr(counts), _addr(pos)
         st.done, st.results, st.retx = _addr(wk._done), _addr(r.results), _addr(wk._retransmitted)
         st.first_sent, st.timeout, st.deadline = _addr(self.first_sent), _addr(self.timeout), _addr(self.deadline)
         st.pend, st.later = _addr(self.pend), _addr(self.later)

@@ -153,6 +153,7 @@ typedef struct {
     const uint8_t *wire;        /* every first copy, back to back (the Worker's bytes) */
     const int32_t *sub;         /* per fragment */
     const int64_t *first, *count;   /* per sub-model */
+    const int64_t *pos;         /* gradient order (first[sub] + fragment) -> index (send order) */
     uint8_t *done, *results, *retx;  /* the Worker's own bytearrays */
     double *first_sent, *timeout, *deadline;
     uint8_t *pend;
@@ -210,7 +211,7 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     if (be16(p + 2) != w->job || be32(p + 20) != (uint32_t)w->round) return HANDOFF;
     int64_t sub = be16(p + 6), frag = be32(p + 8);
     if (sub >= w->nsubs || frag >= w->count[sub]) return HANDOFF;
-    int64_t idx = w->first[sub] + frag;
+    int64_t idx = w->pos[w->first[sub] + frag];
     if (w->done[idx]) { w->duplicate_results++; return OK; }
     int64_t size = 4 * w->lanes;
     memcpy(w->results + idx * size, p + HDR, size);

@@ -179,17 +179,20 @@ def test_worker_frames_equal_the_per_fragment_construction() -> None:
     wk.push(g, sizes, round=41)
     sent = wk.start(0.0)
     addr = dict(src_ip="10.0.0.3", dst_ip="10.0.9.1", src_mac="02:00:00:00:00:03", dst_mac=7)
-    want, i, off = [], 0, 0
+    want, frames, off = [], [], 0
     for sub, size in enumerate(sizes):
         for f, s in enumerate(range(off, off + size, k)):
             lab = labels[sub]
             lanes = P.encode_lanes(g[s:min(s + k, off + size)], 16, k)
             want.append((sub, f, lanes))
             h = P.InaHeader.for_worker(9, lab.node_id, sub, f, 2, lab.fan_in, lab.priority, round=41)
-            assert sent[i] == P.build_frame(h, lanes, **addr)
-            i += 1
+            frames.append(P.build_frame(h, lanes, **addr))
         off += size
-    assert i == len(sent) == 5
+    # sent in send_order: sub-models interleaved in proportion to their sizes, each in fragment order
+    order = P.send_order(sizes, k).tolist()
+    assert [want[i][:2] for i in order] == [(0, 0), (0, 1), (2, 0), (3, 0), (0, 2)]   # at 1/6, 1/2 (x3), 5/6
+    assert sent == [frames[i] for i in order]
+    want = [want[i] for i in order]
     resent = wk.on_timer(1.0)
     for (sub, f, lanes), frame in zip(want, resent):
         lab = labels[sub]
