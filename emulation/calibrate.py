@@ -89,12 +89,10 @@ def pace_note(busy: float, ratio_to_ideal: float, what: str) -> str:
     if busy >= BUSY_LINK_BOUND:
         return (f"{what}: link-bound — the busiest link was {busy:.0%} busy, mean round {ratio_to_ideal:.2f}× the "
                 f"link-rate ideal")
-    # not the links: the CPU, or the hosts' sending order (a worker sends its sub-models one after
-    # another, so with several aggregation nodes their links are busy in turn: --interleave)
+    # not the links: the CPU, or the hosts' sending schedule (window, recovery)
     return (f"{what}: CPU-bound, not link-bound — the busiest link was only {busy:.0%} busy (mean round "
             f"{ratio_to_ideal:.2f}× the link-rate ideal): these times measure this machine ({machine()}) and the "
-            f"hosts' sending schedule, not the links; --link-mbps auto picks a rate this machine keeps busy, "
-            f"--interleave sends the sub-models in turn")
+            f"hosts' sending schedule, not the links; --link-mbps auto picks a rate this machine keeps busy")
 
 
 def parse_link_mbps(value: str | float, bound: float = PROBE_MBPS) -> float | str:

@@ -116,50 +116,19 @@ def _link_counters(net: EmuNet) -> dict[tuple[str, str], tuple[int, int]]:
     return {**received, **counts}
 
 
-INTERLEAVE = 0        # fragments of each sub-model in turn (emulation.run --interleave; 0: plan order)
-
-
-def interleave_submodels(sizes: Sequence[int], lanes: int, chunk_fragments: int) -> tuple[list[int], list[int]]:
-    """Cut the plan's sub-models into chunks of ``chunk_fragments`` fragments, dealt in turn
-    (chunk 0 of every sub-model, then chunk 1, ...): ``(parents, chunk_sizes)``, the chunk's
-    sub-model and its length in values. Workers send sub-models in order, one after the other,
-    so a plan whose sub-models meet at different nodes (GOAT) loads one node's links at a time
-    and a round takes the *sum* of the sub-models' bottlenecks; sent as chunks labelled like
-    their sub-model, every node's links are busy at once (the per-node traffic is unchanged).
-    ``chunk_fragments`` 0: the plan's sub-models as they are."""
-    if chunk_fragments <= 0:
-        return list(range(len(sizes))), [int(n) for n in sizes]
-    step = chunk_fragments * lanes
-    left = [int(n) for n in sizes]
-    parents: list[int] = []
-    chunks: list[int] = []
-    while any(left):
-        for g, n in enumerate(left):
-            if n:
-                parents.append(g)
-                chunks.append(min(n, step))
-                left[g] -= chunks[-1]
-    return parents, chunks
-
-
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
                    timeout: float, rto: dict[str, float] | None, rounds: Mapping[int, int],
                    starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]],
-                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None,
-                   interleave: int = INTERLEAVE) -> dict[str, tuple[str, dict]]:
+                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
-    worker's packets carry then counts that round's participants at its node. ``interleave``:
-    the workers send the sub-models as chunks of that many fragments, in turn
-    (:func:`interleave_submodels`; every per-sub-model list is expanded to the chunks)."""
+    worker's packets carry then counts that round's participants at its node."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
     cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
-        parents, chunk_sizes = interleave_submodels(dep.submodel_sizes, lanes, interleave)
-        per_chunk = lambda row: [row[g] for g in parents]          # noqa: E731 (a per-sub-model list)
         prio = priorities.get(dep.job_id)
         ps = cfgs.setdefault(dep.ps, ("ps", dict(common, host=dep.ps, ip=a[dep.ps].ip, mac=a[dep.ps].mac, jobs={},
                                                  timeout=timeout * most + max(starts.values()) + 60)))[1]
@@ -167,17 +136,17 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
             "workers": {str(w): list(v) for w, v in cfg.workers.items()},
             "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
             "submodel_nodes": None if cfg.submodel_nodes is None else
-            {str(c): list(cfg.submodel_nodes[g]) for c, g in enumerate(parents) if g in cfg.submodel_nodes}}
+            {str(g): list(nodes) for g, nodes in cfg.submodel_nodes.items()}}
         joined = (participants or {}).get(dep.job_id)
         if joined is not None:
             ps["jobs"][str(dep.job_id)]["participants"] = {str(r): ids for r, ids in enumerate(joined)}
         for i, w in enumerate(dep.workers):
             part = dict(job_id=dep.job_id, worker_id=i, ps_ip=a[dep.ps].ip,
-                        labels=per_chunk([[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]]),
-                        submodel_sizes=chunk_sizes, seed=seeds[k][i], all_seeds=seeds[k],
-                        priorities=None if prio is None else [per_chunk(row) for row in prio],
+                        labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
+                        submodel_sizes=list(dep.submodel_sizes), seed=seeds[k][i], all_seeds=seeds[k],
+                        priorities=None if prio is None else [list(row) for row in prio],
                         round_fan_in=None if joined is None else
-                        [per_chunk(row) for row in round_fan_ins(dep, w, joined)])
+                        [list(row) for row in round_fan_ins(dep, w, joined)])
             host = dict(common, host=w, ip=a[w].ip, mac=a[w].mac, window=window, rounds=rounds[dep.job_id],
                         start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part])
             if w in cfgs:
@@ -218,7 +187,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
              seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
              participants: Mapping[int, list[list[int]]] | None = None,
-             progress: Callable[[int], None] | None = None, interleave: int = INTERLEAVE) -> list[RoundResult]:
+             progress: Callable[[int], None] | None = None) -> list[RoundResult]:
     """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
     running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
     bounds each round). ``progress(n)`` is called as rounds complete (n: newly completed
@@ -231,7 +200,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
     cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
                           starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
-                          lanes=net.lanes, participants=participants, interleave=interleave)
+                          lanes=net.lanes, participants=participants)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"
@@ -378,11 +347,10 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
                rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
-               prepared: PreparedScheme | None = None, interleave: int = INTERLEAVE) -> SchemeRun:
+               prepared: PreparedScheme | None = None) -> SchemeRun:
     """Plan ``scheme`` for ``jobs`` (or take ``prepared``: :func:`prepare_scheme`'s, at any
     bandwidth scale), build a fresh Mininet net, install over P4Runtime and run every job's
-    rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting);
-    ``interleave``: fragments of each sub-model the workers send in turn (0: one after another)."""
+    rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting)."""
     if prepared is None:
         prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed, pool=pool,
                                   switch=switch, log=log)
@@ -404,7 +372,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         results = run_jobs(net, fd, workdir / scheme, rounds={i: sp.rounds for i, sp in spec.items()},
                            window=window, seed=seed, timeout=timeout, rto=rto,
                            starts={i: sp.start for i, sp in spec.items()}, priorities=prio,
-                           participants=joined, progress=progress, interleave=interleave)
+                           participants=joined, progress=progress)
     finally:
         net.stop()
     for res in results:
@@ -730,8 +698,6 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
             raise ValueError("--loss needs --switch p4sim (bmv2 has no loss injection)")
     if not 0.0 <= args.programmable <= 1.0:
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
-    if args.interleave < 0:
-        raise ValueError(f"--interleave {args.interleave}: fragments per chunk, >= 0")
     for name in ("jobs", "workers", "rounds", "window"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} {getattr(args, name)}: must be at least 1")
@@ -782,7 +748,7 @@ def switch_kind(args: argparse.Namespace) -> str:
 
 def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], prepared: Mapping[str, PreparedScheme],
                         *, workdir: Path, window: int, seed: int, timeout: float, rto: dict[str, float] | None,
-                        pool: int, switch: str, interleave: int = INTERLEAVE,
+                        pool: int, switch: str,
                         log: Callable[[str], None] = print) -> Choice:
     """``--link-mbps auto``: one lossless probe round of every job at once, on links too fast to
     matter (PROBE_MBPS), with the scheme whose traffic leans on the CPU most (most bytes over all
@@ -800,8 +766,7 @@ def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], p
                         switch=switch, log=lambda _: None)
     t = time.time()
     run = run_scheme(topo, jobs, probe_specs, probe, loss=0.0, workdir=workdir, bw_scale=bw_probe, window=window,
-                     seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch, log=lambda _: None, prepared=pp,
-                     interleave=interleave)
+                     seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch, log=lambda _: None, prepared=pp)
     if not all(r.exact for r in run.jobs):
         raise RuntimeError(f"--link-mbps auto: the probe round of {probe} was not exact")
     seconds = max(r.completion for r in run.jobs)
@@ -836,7 +801,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
     rto = {"minimum": args.rto_min, "initial": min(max(args.rto_min, 0.3), args.rto_max), "maximum": args.rto_max}
     common = dict(window=args.window, seed=args.seed + 1, pool=args.pool, switch=switch_kind(args))
-    runs_with = dict(common, interleave=args.interleave)
+    runs_with = dict(common)
     ref_scale = bw_scale_for(topo, ref_mbps)
     prepared = {s: prepare_scheme(topo, jobs, specs, s, bw_scale=ref_scale, log=print, **common)  # type: ignore[arg-type]
                 for s in schemes}
@@ -927,11 +892,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=32,
                     help="fragments awaiting a result per worker (default 32; selective repeat, so a fragment "
                          "being recovered holds one slot)")
-    ap.add_argument("--interleave", type=int, default=INTERLEAVE, metavar="F",
-                    help="workers send the plan's sub-models in chunks of F fragments, taking them in turn, so "
-                         "that every aggregation node's links are busy at once (e.g. 16); default 0: one sub-model "
-                         "after another, as the plan lists them (a round then takes about the sum of the sub-models' "
-                         "bottlenecks: ~2x the link-rate ideal with GOAT's three nodes on the k=4 fat-tree)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
     ap.add_argument("--rto-min", type=float, default=0.03,
                     help="floor of the hosts' retransmission timeout (s, default 0.03); the estimate adapts "

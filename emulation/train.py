@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 from controller.deploy import DEFAULT_POOL, Deployment, FabricDeployment, deploy_jobs, ina_fraction, lpm_path, next_hops
 from controller.model import Job, Topology
-from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS
+from hostlib.protocol import MAX_WORKERS
 from training.allreduce import InaJob
 from training.launch import MODES, PNG, machine, merge, plot_jobs, read_rows, wait_workers, worker_command, write_report
 from training.train_digits import DEFAULT_HIDDEN, MODELS, ModelSpec
@@ -43,7 +43,7 @@ from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
 from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor, parse_link_mbps
-from .run import DEPLOYABLE, INTERLEAVE, interleave_submodels, link_bounds, plan_scheme
+from .run import DEPLOYABLE, link_bounds, plan_scheme
 
 GLOO_PORT = 29500
 # a ceiling of 0.5 s as emulation.run: an aggregate's round trip includes the other workers'
@@ -51,17 +51,13 @@ GLOO_PORT = 29500
 RTO = {"initial": 0.3, "minimum": 0.03, "maximum": 0.5}
 
 
-def ina_job(dep: Deployment, rto: dict[str, float] | None = None, interleave: int = INTERLEAVE) -> InaJob:
+def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
     """The deployment as the workers' and PS's job description: addresses, plan labels,
-    sub-model split, reminder routes. ``interleave``: the sub-models cut into chunks of that many
-    fragments, dealt in turn (emulation.run.interleave_submodels), so a bucket loads every
-    aggregation node's links at once; 0: the plan's sub-models one after another."""
+    sub-model split, reminder routes (the Worker interleaves the sub-models: protocol.send_order)."""
     a, cfg = dep.addresses, dep.job_config
-    parents, sizes = interleave_submodels(dep.submodel_sizes, DEFAULT_LANES, interleave)
-    nodes = None if cfg.submodel_nodes is None else \
-        {c: list(cfg.submodel_nodes[g]) for c, g in enumerate(parents) if g in cfg.submodel_nodes}
+    nodes = None if cfg.submodel_nodes is None else {g: list(n) for g, n in cfg.submodel_nodes.items()}
     return InaJob(dep.job_id, a[dep.ps].ip, [(a[w].ip, a[w].mac) for w in dep.workers],
-                  [[dep.labels[w][g] for g in parents] for w in dep.workers], sizes, dict(cfg.reminder_via),
+                  [list(dep.labels[w]) for w in dep.workers], list(dep.submodel_sizes), dict(cfg.reminder_via),
                   nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or RTO))
 
 
@@ -246,14 +242,14 @@ PROBE_STEPS = 4            # --link-mbps auto: steps per mode on fast links (the
 
 def probe_link_mbps(net: EmuNet, deps: Sequence[Deployment], traffic: StepTraffic, workdir: Path, *,
                     modes: Sequence[str], extras: Sequence[Sequence[str]], seed: int, timeout: float,
-                    interleave: int, log: Callable[[str], None] = print) -> tuple[float, str]:
+                    log: Callable[[str], None] = print) -> tuple[float, str]:
     """``--link-mbps auto`` for training: a few steps of every mode on ``net`` (built at
     PROBE_MBPS, where the links do not matter) time this machine; the rate is the one at which
     each mode's busiest link (``traffic``) needs HEADROOM × its step's CPU time
     (emulation.calibrate.choose_link_mbps, one "link" per mode). Returns (Mb/s, why)."""
     cpu: dict[str, float] = {}
     for mode in modes:
-        res = run_jobs(net, deps, [ina_job(d, interleave=interleave) for d in deps], mode, workdir / "probe",
+        res = run_jobs(net, deps, [ina_job(d) for d in deps], mode, workdir / "probe",
                        extras=extras, steps=PROBE_STEPS, seed=seed, timeout=timeout)
         cpu[mode] = sum(max(r[i]["seconds"] for r in res[0]["rows"]) for i in range(1, PROBE_STEPS)) / (PROBE_STEPS - 1)
     wire = {"ina": traffic.ina_bytes, "gloo": traffic.gloo_bytes}
@@ -274,7 +270,7 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
                  modes: Sequence[str] = MODES, verify: bool = False, seed: int = 0,
                  models: Sequence[ModelSpec] = (ModelSpec(),), pool_size: int = DEFAULT_POOL,
                  link_mbps: float | str = LINK_MBPS, timeout: float = 900.0, loss: float = 0.0,
-                 window: int = 8, interleave: int = INTERLEAVE, log: Callable[[str], None] = print,
+                 window: int = 8, log: Callable[[str], None] = print,
                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Plan, deploy, build the net, install, then train once per mode in it, all jobs at once
     (job k trains ``models[k]``). ``loss``: drop rate of every switch port (INA recovers by
@@ -314,7 +310,7 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
         if auto:
             t = time.time()
             rate, why = probe_link_mbps(net, deps, traffic, out / "runs", modes=modes, extras=extras, seed=seed,
-                                        timeout=timeout, interleave=interleave, log=log)
+                                        timeout=timeout, log=log)
             net.set_bw_scale(bw_scale_for(topo, rate))
             results["link_why"] = why
             log(f"{why} (probe: {time.time() - t:.0f} s)")
@@ -322,7 +318,7 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
         log(traffic.describe(rate))
         for mode in modes:
             t = time.time()
-            results[mode] = run_jobs(net, deps, [ina_job(d, interleave=interleave) for d in deps], mode,
+            results[mode] = run_jobs(net, deps, [ina_job(d) for d in deps], mode,
                                      out / "runs", extras=extras, progress=progress, steps=steps,
                                      verify=verify and mode == "ina", seed=seed, timeout=timeout)
             log(f"[{mode}] {steps} steps{f' of {len(deps)} jobs at once' if len(deps) > 1 else ''} "
@@ -374,8 +370,8 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[ModelSpec], To
     args.link_mbps = parse_link_mbps(args.link_mbps)
     if not args.timeout > 0:
         raise ValueError(f"--timeout {args.timeout}: must be positive")
-    if args.window < 1 or args.interleave < 0:
-        raise ValueError(f"--window {args.window} / --interleave {args.interleave}: at least 1 / 0")
+    if args.window < 1:
+        raise ValueError(f"--window {args.window}: at least 1")
     if args.switch_mb is not None and args.switch_mb <= 0:
         raise ValueError(f"--switch-mb {args.switch_mb:g}: must be positive")
     if not (1 <= args.pool <= DEFAULT_POOL and args.pool & (args.pool - 1) == 0):
@@ -457,9 +453,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "the rate is printed with the reason")
     ap.add_argument("--window", type=int, default=32,
                     help="INA fragments in flight per worker (default 32)")
-    ap.add_argument("--interleave", type=int, default=INTERLEAVE, metavar="F",
-                    help=f"INA workers send the plan's sub-models in chunks of F fragments, in turn (default "
-                         f"{INTERLEAVE}; 0: one after another), so every aggregation node's links are busy at once")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="drop rate of every switch port, e.g. 0.01 (INA retransmits, gloo's TCP recovers)")
     ap.add_argument("--seed", type=int, default=0)
@@ -485,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tqdm(total=args.steps * len(modes) * len(jobs), unit="step", disable=args.quiet, file=sys.stderr) as bar:
         res = run_training(topo, jobs, out, scheme=args.scheme, steps=args.steps, modes=modes, verify=args.verify,
                            seed=args.seed, models=models, pool_size=args.pool, link_mbps=args.link_mbps,
-                           timeout=args.timeout, loss=args.loss, window=args.window, interleave=args.interleave,
+                           timeout=args.timeout, loss=args.loss, window=args.window,
                            log=tqdm.write, progress=bar.update)
     args.link_mbps = res["link_mbps"]
     together = f"; {len(jobs)} jobs training at once" if len(jobs) > 1 else ""

@@ -1,18 +1,18 @@
 """Who sets the pace of an emulated run (emulation.calibrate), the link rate ``--link-mbps auto``
-chooses from a probe, and sub-models sent interleaved (emulation.run.interleave_submodels).
+chooses from a probe, and GOAT's sub-models on the wire interleaved (hostlib.protocol.send_order).
 Pure: no Mininet, no timing."""
 from __future__ import annotations
 
-from dataclasses import replace
-
+import numpy as np
 import pytest
 
 from controller.deploy import DEFAULT_POOL, deploy_jobs
 from emulation.calibrate import BUSY_LINK_BOUND, Traffic, choose_link_mbps, machine, nice_floor, pace_note
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs as run_inprocess
-from emulation.run import interleave_submodels, main, plan_scheme
-from hostlib.worker import FragmentLabel
+from emulation.run import main, plan_scheme
+from hostlib.protocol import frame_fields
+from hostlib.worker import Worker
 
 
 @pytest.mark.parametrize("x,want", [(10.85, 10.0), (123.4, 120.0), (0.0567, 0.056), (20.0, 20.0), (9.99, 9.9)])
@@ -52,40 +52,25 @@ def test_pace_notes_name_the_cpu_below_the_bound_and_the_links_above() -> None:
     assert "link-bound" in links and "90%" in links and "CPU" not in links
 
 
-def test_interleaved_chunks_deal_the_submodels_in_turn() -> None:
-    parents, chunks = interleave_submodels([130, 64, 0, 200], 64, 1)
-    assert parents == [0, 1, 3, 0, 3, 0, 3, 3]
-    assert chunks == [64, 64, 64, 64, 64, 2, 64, 8]
-    for g, size in enumerate([130, 64, 0, 200]):
-        assert sum(c for p, c in zip(parents, chunks) if p == g) == size
-    assert interleave_submodels([130, 64], 64, 0) == ([0, 1], [130, 64])
-
-
-def test_interleaved_submodels_stay_exact_and_put_the_same_bytes_on_every_link() -> None:
-    """GOAT's sub-models aggregate at different switches; cut into chunks labelled like their
-    sub-model and sent in turn, every round is still exact and every link carries what it
-    carried before (only the order changes)."""
+def test_goat_workers_keep_every_aggregation_node_busy_from_the_first_window() -> None:
+    """GOAT's sub-models aggregate at different switches; a Worker interleaves them, so its
+    first window already goes to every one of those nodes (not one node's links at a time), and
+    every round stays exact."""
     topo = build_topology("fattree", k=4)
     spec = JobSpec(4 * 64 * 64 * 4 * 4 / 1e6, 1)               # 4 sub-models of 16 fragments each
     jobs = place_jobs(topo, [spec], 6)
     fd = deploy_jobs(topo, jobs, plan_scheme("goat", topo, jobs), total_elements={"job1": int(spec.mb * 1e6 / 4)},
                      pool_size=DEFAULT_POOL)
     dep = fd.jobs[0]
-    assert len({lab.node_id for lab in dep.labels[dep.workers[0]]}) > 1      # several aggregation nodes
-    parents, chunks = interleave_submodels(dep.submodel_sizes, 64, 4)
-    assert len(chunks) > len(dep.submodel_sizes)
-    cfg = dep.job_config
-    chunked = replace(dep, submodel_sizes=chunks,
-                      labels={w: [labs[g] for g in parents] for w, labs in dep.labels.items()},
-                      job_config=replace(cfg, submodel_nodes=None if cfg.submodel_nodes is None else
-                                         {c: cfg.submodel_nodes[g] for c, g in enumerate(parents)
-                                          if g in cfg.submodel_nodes}))
-    assert all(isinstance(lab, FragmentLabel) for lab in chunked.labels[dep.workers[0]])
-    before = run_inprocess(topo, fd, rounds={dep.job_id: 2})[0]
-    after = run_inprocess(topo, replace(fd, jobs=[chunked]), rounds={dep.job_id: 2})[0]
-    assert before.exact and after.exact and len(after.rounds) == 2
-    assert after.ps_received.get("plain", 0) == before.ps_received.get("plain", 0) == 0
-    assert after.report.link_bytes == before.report.link_bytes
+    labels = dep.labels[dep.workers[0]]
+    nodes = {lab.node_id for lab, size in zip(labels, dep.submodel_sizes) if size}
+    assert len(nodes) > 1                                       # several aggregation nodes
+    wk = Worker(dep.job_id, 0, "10.0.0.16", "10.0.0.1", labels, window=len(dep.submodel_sizes), native=False)
+    wk.push(np.zeros(sum(dep.submodel_sizes), dtype=np.float32), dep.submodel_sizes)
+    first = wk.start(0.0)
+    assert {frame_fields(f, 64)[2] for f in first} == nodes
+    run = run_inprocess(topo, fd, rounds={dep.job_id: 2})[0]
+    assert run.exact and len(run.rounds) == 2 and run.ps_received.get("plain", 0) == 0
 
 
 @pytest.mark.parametrize("rate,what", [("fast", "a rate in Mb/s or auto"), ("2000", "(0, 1000]"), ("0", "(0, 1000]")])
