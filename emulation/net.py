@@ -35,6 +35,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -128,7 +129,7 @@ class P4simSwitch(Switch):
     def command(self) -> list[str]:
         drop, delay, jitter, seed = self.impair
         cmd = [sys.executable, "-m", "p4sim", "serve", str(self.program), "--arch", self.arch,
-               "--device-id", str(self.device_id), self.api_option, self.grpc_addr, "--log-level", "warning",
+               "--device-id", str(self.device_id), self.api_option, self.grpc_addr, "--log-level", "info",
                "--drop-rate", str(drop), "--delay-ms", str(delay), "--jitter-ms", str(jitter), "--seed", str(seed)]
         for port, intf in sorted(self.intfs.items()):
             if intf.name != "lo":
@@ -262,6 +263,7 @@ class EmuNet:
         if self.switch_procs < 0 or (self.switch_procs and switch == "bmv2"):
             raise ValueError(f"switch_procs {self.switch_procs}: >= 0, and p4sim switches only")
         self.group_procs: list[subprocess.Popen] = []
+        self._switch_objs: list[Any] = []
         self.switch_cls = SWITCH_KINDS[switch]
         self.topology = topology
         self.bw_scale = bw_scale
@@ -303,6 +305,7 @@ class EmuNet:
         net = Mininet(topo=None, controller=None, host=Host, switch=P4simSwitch, link=TCLink,
                       build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
+        self._switch_objs = [net.get(sw) for sw in self.topology.switches()]   # kept past stop(): their logs
         for s in topo.switches():
             net.addSwitch(s, cls=self.switch_cls, device_id=topo.nodes[s].switch_id, log_dir=self.log_dir,
                           **self.switch_opts)
@@ -357,7 +360,7 @@ class EmuNet:
             members = sws[g::n]
             config = self.log_dir / f"p4sim-group{g}-{os.getpid()}.json"
             # serve's arguments of each switch: its command() after `python -m p4sim serve`
-            config.write_text(json.dumps({"log_level": "warning",
+            config.write_text(json.dumps({"log_level": "info",
                                           "switches": [sw.command()[4:] for sw in members]}))
             log_path = self.log_dir / f"p4sim-group{g}-{os.getpid()}.log"
             with open(log_path, "w") as log:
@@ -376,6 +379,23 @@ class EmuNet:
     def switch(self, name: str) -> P4simSwitch:
         assert self.net is not None
         return self.net.get(name)
+
+    def impairment_drops(self) -> int | None:
+        """Frames the switches' ``--drop-rate`` impairment dropped, summed over every port, from
+        the counters each p4sim process logs when it stops (call after :meth:`stop`; switches
+        log at info level so that line is kept). None: no p4sim log holds them (bmv2)."""
+        paths = {Path(sw.log_path) for sw in self._switch_objs if getattr(sw, "log_path", None) is not None}
+        total, found = 0, False
+        for path in paths:
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                if "stopped; counters:" in line:
+                    found = True
+                    total += sum(int(m) for m in re.findall(r" drop=(\d+)", line))
+        return total if found else None
 
     def host(self, name: str) -> Host:
         assert self.net is not None

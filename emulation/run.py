@@ -299,6 +299,7 @@ class SchemeRun:
     entries: int
     lanes: int = LANES                  # gradient lanes per packet of the program that ran
     bounds: dict[int, LinkBound] = field(default_factory=dict)   # job id → its round's link-rate ideal
+    dropped: int | None = None          # frames the switches' loss impairment dropped (all jobs; None: not known)
 
 
 @dataclass
@@ -375,6 +376,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                            participants=joined, progress=progress)
     finally:
         net.stop()
+    dropped = net.impairment_drops()
     for res in results:
         pre = f"[{scheme}] job {res.job}"
         for r in res.per_round():
@@ -382,7 +384,11 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                 f"worker resends {r['worker_resent']} ({r['worker_fast_resent']} fast)")
         log(f"{pre}: completion {res.completion:.2f} s ({len(res.per_round())} rounds), exact={res.exact}, "
             f"PS received {res.ps['rx_packets']} packets, preemptions {res.ps['received'].get('preempted', 0)}")
-    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds)
+    resent = sum(w["resent"] for res in results for w in res.workers)
+    if dropped is not None:
+        log(f"[{scheme}] the switches dropped {dropped} frames; the workers resent {resent} fragments"
+            + (f" ({resent / dropped:.2f} resends per dropped frame)" if dropped else ""))
+    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds, dropped)
 
 
 def spec_of(specs: list[JobSpec], job_id: int) -> JobSpec:
@@ -580,6 +586,10 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
             "switch_tx_packets": res.switch_tx,
             "worker_fragments": frags,
             "worker_resent": sum(w["resent"] for w in res.workers),
+            # the impairment's drops over the whole net (every job of the run) beside the resends
+            "dropped": "" if run.dropped is None else run.dropped,
+            "resends_per_drop": (round(sum(w["resent"] for w in res.workers) / run.dropped, 2)
+                                 if run.dropped else ""),
             "ps_results_sent": res.ps["results_sent"],
             "ina_switches": " ".join(f"{n}:{dep.levels[n]}" for n in dep.ina_switches),
             "table_entries": run.entries,
@@ -603,7 +613,7 @@ def write_rounds(runs: list[SchemeRun], out: Path) -> None:
 
 SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ideal_round_s", "ratio_to_ideal",
                    "busiest_link", "ratio_to_host_link", "link_busy", "pace", "exact", "ps_rx_mb", "ina_fraction", "preemptions",
-                   "worker_resent", "ina_switches"]
+                   "worker_resent", "dropped", "resends_per_drop", "ina_switches"]
 
 
 def pace_notes(rows: list[dict[str, Any]]) -> list[str]:
@@ -635,7 +645,9 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
               f"{BUSY_LINK_BOUND:.0%}, else CPU (the machine, not the links, set the round times); exact: every worker, every round; ps_rx: what "
               "reached the job's PS (bytes with Ethernet/IPv4/UDP headers); ina_fraction: share of the workers' "
               "fragments that switches aggregated (not received plain by the PS); preemptions: partials the "
-              "PS received because ESA swapped them out.", ""]
+              "PS received because ESA swapped them out; worker_resent: fragments the job's workers resent; dropped: "
+              "frames the switches' loss impairment (--loss) dropped over the whole net, every job and frame kind; "
+              "resends_per_drop: worker_resent / dropped.", ""]
     (out / "summary.md").write_text("\n".join(lines))
     try:
         import matplotlib
