@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..frontend import ast
 from ..frontend.types import BlockT, StructT
 from ..runtime import model
+from .context import _err
 
 if TYPE_CHECKING:
     from .compiler import Compiler
@@ -18,10 +19,6 @@ if TYPE_CHECKING:
 V1MODEL_ROLES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
 TNA_ROLES = ["ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser"]
 
-
-def _err(node, msg):
-    from .compiler import _err as e
-    return e(node, msg)
 
 
 def _block_decl(c: "Compiler", arg: ast.Expr):

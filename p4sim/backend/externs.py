@@ -12,20 +12,15 @@ from ..frontend import ast
 from ..frontend.types import (BitT, BoolT, EnumT, ExternT, InfIntT, P4Type, StackT, StructT,
                               TupleT, TypeVar, VarbitT, VoidT, bit_width)
 from ..runtime import model
+from .context import Binding, BodyCtx, ExternInstance, Scope, _err, _ReturnSignal, contains_return
 from .parsergen import compile_packet_in_method
 
 if TYPE_CHECKING:
-    from .compiler import Binding, BodyCtx, Compiler, ExternInstance
-
-
-def _err(node, msg):
-    from .compiler import _err as e
-    return e(node, msg)
+    from .compiler import Compiler
 
 
 # ============================================================================ instances
 def declare_extern_instance(c: "Compiler", d: ast.Instantiation, t: ExternT, ctx: "BodyCtx") -> "ExternInstance":
-    from .compiler import ExternInstance
     fq = c._fq(ctx.prefix, d)
     name = t.name
     args = [a.value for a in d.args]
@@ -177,7 +172,6 @@ def _declare_register_action(c: "Compiler", d: ast.Instantiation, t: ExternT, ct
 
 
 def _inline_register_action(c: "Compiler", inst: "ExternInstance", index_code: str, ctx: "BodyCtx") -> str:
-    from .compiler import Binding, BodyCtx, Scope, _ReturnSignal, contains_return
     w = ctx.w
     reg = inst.params["register"]
     vt, u_t, fn = inst.params["value_type"], inst.params["rv_type"], inst.params["apply"]

@@ -9,21 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import CompileError
 from ..frontend import ast
 from ..frontend.types import BitT, BoolT, EnumT, ErrorT, InfIntT, StackT, StructT
+from .context import BodyCtx, Scope, _err
 
 if TYPE_CHECKING:
-    from .compiler import BodyCtx, Compiler
+    from .compiler import Compiler
 
-
-def _err(node, msg: str) -> CompileError:
-    from .compiler import _err as e
-    return e(node, msg)
 
 
 def compile_parser(c: "Compiler", decl: ast.ParserDecl, ctx: "BodyCtx") -> None:
-    from .compiler import Scope
     w = ctx.w
     ctx.in_parser = True
     pkt = None
@@ -163,7 +158,6 @@ def _key_cond(c: "Compiler", item: ast.Keyset, k: str, kt, ctx: "BodyCtx") -> st
 # ---------------------------------------------------------------------------- packet_in methods
 def compile_packet_in_method(c: "Compiler", pkt: str, method: str, call: ast.Call, ctx: "BodyCtx",
                              statement: bool):
-    from .compiler import BodyCtx  # noqa: F401
     w = ctx.w
     if not ctx.in_parser:
         raise _err(call, f"packet_in.{method} is only allowed in a parser")

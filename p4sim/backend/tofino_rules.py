@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..frontend import ast
 from ..frontend.types import BitT
+from .context import BodyCtx, Scope, _err
 
 if TYPE_CHECKING:
-    from .compiler import BodyCtx, Compiler, Scope
+    from .compiler import Compiler
 
 _NO_SALU_OP = {"<<": "shift", ">>": "shift", "*": "multiplication", "/": "division",
                "%": "modulo"}
@@ -45,10 +46,6 @@ SALU_COMPARISONS = 2
 SALU_ALUS_PER_WORD = 2
 SALU_PHV_INPUTS = 2
 
-
-def _err(node: Any, msg: str):
-    from .compiler import _err as e
-    return e(node, msg)
 
 
 def _render(e: Any) -> str:
