@@ -41,7 +41,13 @@ class FragmentLabel:
     priority: int = 0
 
 
-FAST_RETRANSMIT_AFTER = 3       # later results that make a missing one count as lost (ESA §5.3)
+# Later results of the same sub-model that make a missing one count as lost (ESA §5.3's dupACK).
+# One: a sub-model's fragments take one FIFO path each way and its results leave the aggregation
+# point in completion order, so a later fragment's result overtaking this one means this one's
+# copy (or result) was dropped. Three (TCP's) waited for two more results in a window shared by
+# interleaved sub-models: measured in-process at 1 % loss (GOAT, 6 workers) rounds went
+# 1.0 -> 0.15 simulated s with fewer resends (514 vs 777).
+FAST_RETRANSMIT_AFTER = 1
 
 
 _RESULT, _REMINDER, _OVERFLOW = int(Flags.RESULT), int(Flags.REMINDER), int(Flags.OVERFLOW)

@@ -41,7 +41,7 @@
 #define F_REMINDER 0x08
 #define F_RESEND 0x10
 #define F_OVERFLOW 0x20
-#define FAST_RETRANSMIT_AFTER 3
+#define FAST_RETRANSMIT_AFTER 1   /* hostlib.worker.FAST_RETRANSMIT_AFTER: why one */
 
 /* return codes of the cores and of the UDP loops */
 #define OK 0

@@ -36,21 +36,27 @@ def test_worker_window_labels_and_sliding() -> None:
     assert (h.job_id, h.node_id, h.fan_in, h.priority, h.bitmap, h.flags) == (5, 2, 4, 77, 0b10, Flags(0))
     assert out[1].dst_ip == PS_IP and out[1].src_ip == WIP[1]
     assert np.array_equal(out[1].lanes, (np.arange(K, 2 * K) / 4.0 * 65536).astype(np.int32))
-    # selective repeat: any result frees a slot, the base need not move
-    nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)]
-    assert nxt == [3]
+    # selective repeat: any result frees a slot, the base need not move; fragment 1's result
+    # overtaking 0's (one path) fast-retransmits 0
+    nxt = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)]
+    assert [(h.fragment_id, h.flags) for h in nxt] == [(0, Flags.RESEND), (3, Flags(0))]
     nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002)]
     assert nxt == [4]
     assert np.array_equal(wk.result_fixed()[:2 * K], np.r_[np.full(K, 3), np.full(K, 7)])
+
+
+def _new(frames: list[bytes]) -> list[int]:
+    """Fragment ids of the first copies among ``frames`` (not fast retransmits)."""
+    return [h.fragment_id for f in frames if (h := parse_frame(f, K).header).flags == Flags(0)]
 
 
 def test_worker_reach_bounds_how_far_past_a_missing_result_it_sends() -> None:
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=2, reach=3)
     wk.push(np.zeros(K * 10))
     assert [parse_frame(f, K).header.fragment_id for f in wk.start(0.0)] == [0, 1]
-    assert [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 1, np.zeros(K)), 0.001)] == [2]
-    assert wk.on_frame(_result(5, 2, np.zeros(K)), 0.002) == []        # fragment 3 is past base 0 + reach 3
-    assert [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 0, np.zeros(K)), 0.003)] == [3, 4]
+    assert _new(wk.on_frame(_result(5, 1, np.zeros(K)), 0.001)) == [2]
+    assert _new(wk.on_frame(_result(5, 2, np.zeros(K)), 0.002)) == []        # fragment 3 is past base 0 + reach 3
+    assert _new(wk.on_frame(_result(5, 0, np.zeros(K)), 0.003)) == [3, 4]
 
 
 def test_worker_duplicate_and_foreign_results_are_harmless() -> None:
@@ -93,13 +99,16 @@ def test_worker_timeout_probes_once_per_firing_with_backoff() -> None:
 def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -> None:
     """RACK-style evidence: a fragment sent later already has its result, so the expired
     earlier ones were lost (or their results were): all of them go at once."""
-    wk = _worker(window=3, n_frags=4)
-    wk.start(0.0)                                             # fragments 0, 1 and 2 at t=0
-    wk.on_frame(_result(5, 2, np.full(K, 1)), 0.002)          # frees a slot: fragment 3 at 0.002
-    wk.on_frame(_result(5, 3, np.full(K, 2)), 0.003)          # sent after 0 and 1: evidence
-    assert list(wk._pending) == [0, 1]
-    frames = [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.01)]
-    assert frames == [0, 1]                                   # both, not one probe
+    # two sub-models (two paths): B's results are no fast-retransmit evidence against A's
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4), FragmentLabel(3, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+    wk.push(np.zeros(4 * K), [2 * K, 2 * K])
+    wk.start(0.0)                                             # A0, B0, A1 at t=0
+    wk.on_frame(_result(5, 0, np.full(K, 1), sub=1), 0.002)   # B0: frees a slot, B1 at 0.002
+    wk.on_frame(_result(5, 1, np.full(K, 2), sub=1), 0.003)   # B1 was sent after A0 and A1: evidence
+    assert list(wk._pending) == [0, 2] and wk.stats.fast_resent == 0
+    frames = [(h.submodel_id, h.fragment_id) for f in wk.on_timer(0.01) for h in [parse_frame(f, K).header]]
+    assert frames == [(0, 0), (0, 1)]                         # both, not one probe
     assert wk.stats.resent == 2
 
 
@@ -255,16 +264,28 @@ def test_worker_answers_a_query_with_its_result_once_it_has_it() -> None:
     assert p.header.round == 0 and Flags.RESULT in p.header.flags and np.all(p.lanes == 3)
 
 
-def test_worker_fast_retransmits_after_three_later_results() -> None:
+def test_worker_fast_retransmits_after_one_later_result_of_the_same_submodel() -> None:
     wk = _worker(window=5, n_frags=6)
     wk.start(0.0)
-    for frag in (1, 2):                                   # new fragments only, no resend yet
-        assert all(parse_frame(f, K).header.flags == Flags(0) for f in wk.on_frame(_result(5, frag, np.full(K, 1)), 0.001))
-    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 3, np.full(K, 1)), 0.001)]   # third later
+    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.full(K, 1)), 0.001)]   # 1 overtook 0
     resent = [h for h in out if h.flags == Flags.RESEND]
     assert [h.fragment_id for h in resent] == [0] and wk.stats.fast_resent == 1
-    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 4, np.full(K, 1)), 0.001)]
+    assert [h.fragment_id for h in out if h.flags == Flags(0)] == [5]            # and the freed slot's new one
+    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 2, np.full(K, 1)), 0.001)]
     assert not [h for h in out if h.flags == Flags.RESEND]                     # only once
+
+
+def test_worker_fast_retransmit_ignores_results_of_other_submodels() -> None:
+    """Sub-models aggregate at different nodes (different paths): one's results overtaking
+    another's say nothing about a loss."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4), FragmentLabel(3, 4)], lanes=K, window=4)
+    wk.push(np.zeros(4 * K), [2 * K, 2 * K])
+    sent = [parse_frame(f, K).header for f in wk.start(0.0)]
+    assert [(h.submodel_id, h.fragment_id) for h in sent] == [(0, 0), (1, 0), (0, 1), (1, 1)]   # interleaved
+    assert wk.on_frame(_result(5, 0, np.zeros(K), sub=1), 0.001) == []         # sub-model 1 ahead of 0
+    assert wk.on_frame(_result(5, 1, np.zeros(K), sub=1), 0.001) == [] and wk.stats.fast_resent == 0
+    out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.zeros(K)), 0.002)]
+    assert [(h.submodel_id, h.fragment_id, h.flags) for h in out] == [(0, 0, Flags.RESEND)]
 
 
 def test_ps_keeps_jobs_apart_and_saturates() -> None:
