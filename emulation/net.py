@@ -305,7 +305,6 @@ class EmuNet:
         net = Mininet(topo=None, controller=None, host=Host, switch=P4simSwitch, link=TCLink,
                       build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
-        self._switch_objs = [net.get(sw) for sw in self.topology.switches()]   # kept past stop(): their logs
         for s in topo.switches():
             net.addSwitch(s, cls=self.switch_cls, device_id=topo.nodes[s].switch_id, log_dir=self.log_dir,
                           **self.switch_opts)
@@ -463,6 +462,8 @@ class EmuNet:
                     pass
         self.procs.clear()
         net, self.net = self.net, None
+        if net is not None:                        # kept past stop(): impairment_drops reads their logs
+            self._switch_objs = [net.get(sw) for sw in self.topology.switches() if sw in net.nameToNode]
         try:
             if net is None:
                 return
