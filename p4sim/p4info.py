@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend)
+from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 from p4sim.errors import CompileError, P4SimError
 from p4sim.runtime.model import ProgramInfo, StructField
 

@@ -154,8 +154,6 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-@pytest.mark.xfail(strict=True, reason="left: cycles in runtime (p4sim/__init__, switch, "
-                   "externs, pre, tables), p4info/p4runtime, stf/stf.runner, bfrt/bfrt.server")
 def test_no_import_cycle():
     cycles = strongly_connected(build_graph())
     assert not cycles, "import cycles (strongly connected components):\n" + "\n".join(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..arch import tna as tna_arch
+from ..arch import v1model as v1model_arch
 from ..frontend import ast
 from ..frontend.types import BlockT, StructT
 from ..runtime import model
@@ -16,8 +18,8 @@ from .context import _err
 if TYPE_CHECKING:
     from .compiler import Compiler
 
-V1MODEL_ROLES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
-TNA_ROLES = ["ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser"]
+V1MODEL_ROLES = v1model_arch.ROLES
+TNA_ROLES = tna_arch.ROLES
 
 
 

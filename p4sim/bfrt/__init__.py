@@ -7,7 +7,7 @@ a TNA :class:`~p4sim.Switch`, and the protocol bindings the controller's client 
 from __future__ import annotations
 
 # first: it fixes the protobuf backend before anything imports protobuf
-from p4sim import p4runtime as _protobuf_env  # noqa: F401
+from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 
 
 def serve_bfrt(switch, addr: str = "127.0.0.1:50052", **kw):  # type: ignore[no-untyped-def]

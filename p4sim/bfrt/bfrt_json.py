@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any
 
-from p4sim import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 from p4sim.frontend.types import bit_width
 from p4sim.p4info import build_p4info, jenkins_one_at_a_time
 from p4.config.v1 import p4info_pb2  # noqa: I001  (after p4sim.p4info: it picks the protobuf backend)

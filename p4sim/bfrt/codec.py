@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4sim import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 
 from .proto import pb
 from .schema import DataSpec, KeySpec

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from p4sim import p4runtime as _protobuf_env  # noqa: F401  (one protobuf backend for all of p4sim)
+from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 
 PROTO = Path(__file__).with_name("bfruntime.proto")
 _MODULE_PB = "p4sim_bfrt_generated.bfruntime_pb2"

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from p4sim import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 
 # bf-rt.json scalar types and their widths in bits ("bytes" carries its own width)
 _TYPE_WIDTH = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "int32": 32, "int64": 64,

@@ -45,10 +45,10 @@ from typing import Any, Callable, Iterator
 import grpc
 from google.rpc import code_pb2, status_pb2
 
-from p4sim import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 from p4sim.runtime.model import ActionCall, TableEntry
 
-from . import codec
+import p4sim.bfrt.codec as codec
 from .bfrt_json import (MAX_MATCH_PRIORITY, fixed_bfrt_info, key_field_name, pipeline_name,
                         program_bfrt_info)
 from .proto import pb, pb_grpc

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend)
+from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 from p4sim.errors import InvalidArgument, OutOfRange, PermissionDenied
 from p4sim.runtime.hashes import pack_fields
 from p4sim.runtime.model import (ActionCall, ActionInfo, ControllerHeader, CounterInfo,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend)
+from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 from p4sim.errors import (AlreadyExists, InvalidArgument, NotFound, OutOfRange, PermissionDenied,
                           Unimplemented)
 from p4sim.p4runtime.convert import (P4InfoIndex, TableMeta, bytes_to_int, check_priority,

@@ -39,7 +39,7 @@ import time
 from concurrent import futures
 from typing import Any, Callable, Iterable, Iterator
 
-from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend)
+from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 from p4sim.errors import ControlPlaneError, P4SimError
 from p4sim.p4info import build_p4info
 from p4sim.p4runtime.arbitration import Arbiter, ArbitrationError, StreamSession

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from p4sim import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 
 GREEN = 0
 YELLOW = 1

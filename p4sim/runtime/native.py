@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 from ..backend.cgen import CProgram, CUnsupported, generate_c
 from ..errors import CompileError
 from .rt import DataplaneError
-from .tna import MAX_PASSES as TNA_MAX_PASSES
-from .tna import PORT_METADATA_BYTES, UNSET_PORT
+from ..arch.tna import MAX_PASSES as TNA_MAX_PASSES
+from ..arch.tna import PORT_METADATA_BYTES, UNSET_PORT
 
 if TYPE_CHECKING:
     from ..program import Program

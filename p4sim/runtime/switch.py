@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from .. import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 from . import hashes
 from .externs import Counter, Meter, Register, StructRegister
 from .model import ActionCall, FieldMatch, ProgramInfo, TableEntry

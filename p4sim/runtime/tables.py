@@ -26,7 +26,7 @@ from bisect import bisect_right
 from operator import and_
 from typing import Callable
 
-from p4sim import errors
+import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
 from p4sim.runtime.model import (ActionCall, ActionInfo, Exact, FieldMatch, KeyField, Lpm,
                                  Optional, Range, TableEntry, TableInfo, Ternary)
 

@@ -20,25 +20,13 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from ..arch.tna import MAX_PASSES, PORT_METADATA_BYTES, UNSET_PORT, parser_error_bit  # noqa: F401 (re-exported)
 from . import hashes
 from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
 
 if TYPE_CHECKING:
     from .switch import Switch
 
-UNSET_PORT = 511
-MAX_PASSES = 16
-PORT_METADATA_BYTES = 8     # after ingress_intrinsic_metadata_t: port metadata or resubmit data
-_PARSER_ERROR_BITS = {"NoMatch": 0x1, "PacketTooShort": 0x2, "StackOutOfBounds": 0x4,
-                      "HeaderTooShort": 0x2, "ParserTimeout": 0x8}
-
-
-def parser_error_bit(errors: list[str], code: int) -> int:
-    """The ``parser_err`` bit a parser reject with error ``code`` sets (0: no error)."""
-    if not code:
-        return 0
-    name = errors[code] if code < len(errors) else ""
-    return _PARSER_ERROR_BITS.get(name, 0x1)
 
 
 class TnaPipeline:

@@ -11,14 +11,13 @@ from collections import deque
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from ..arch.v1model import (DROP_PORT, EGRESS_CLONE, INGRESS_CLONE, MAX_PASSES,  # noqa: F401
+                             NORMAL, RECIRC, REPLICATION, RESUBMIT)
 from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
 
 if TYPE_CHECKING:
     from .switch import Switch
 
-DROP_PORT = 511
-NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
-MAX_PASSES = 64            # resubmit/recirculate loops beyond this are dropped
 
 
 class V1ModelPipeline:

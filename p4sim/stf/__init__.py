@@ -8,6 +8,6 @@ __all__ = ["StfError", "StfFile", "parse_stf", "parse_stf_file", "run_stf", "run
 def __getattr__(name: str):
     # The runner pulls in the compiler; load it only when asked for.
     if name in ("run_stf", "run_stf_on_switch", "main"):
-        from p4sim.stf import runner
+        import p4sim.stf.runner as runner
         return getattr(runner, name)
     raise AttributeError(name)

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Sequence, TextIO
 from p4sim.errors import CompileError, P4SimError
 from p4sim.runtime.model import (ActionCall, Exact, FieldMatch, KeyField, Lpm, Optional,
                                  ProgramInfo, Range, TableEntry, TableInfo, Ternary)
-from p4sim.stf import parser as P
+import p4sim.stf.parser as P
 from p4sim.stf.parser import StfError, parse_stf_file
 
 # Explicit STF priorities are shifted up by this much so that entries without one can be
