@@ -16,7 +16,7 @@ from .context import (ActionRecord, Binding, BodyCtx, CompiledBlock, _err, key_n
 
 
 class BlockDeclarations:
-    """Compiler methods for architecture elaboration and the blocks it instantiates: parsers,"""
+    """Elaboration, blocks, tables, locals (a mixin of Compiler; state set up there)."""
 
     def _elaborate_main(self, inst: ast.Instantiation) -> None:
         from . import archs

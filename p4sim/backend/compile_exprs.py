@@ -13,7 +13,7 @@ from .context import BodyCtx, contains_call, _err
 
 
 class Expressions:
-    """Compiler methods for expressions: typing, coercion, members, operators and casts."""
+    """Expressions (a mixin of Compiler; state set up there)."""
 
     # ======================================================================== expressions
     def type_of(self, e: ast.Expr, ctx: BodyCtx) -> tuple[str, P4Type]:

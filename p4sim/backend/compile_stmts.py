@@ -16,7 +16,7 @@ from .context import (ActionRecord, Binding, BodyCtx, CompiledBlock, contains_ca
 
 
 class Statements:
-    """Compiler methods for statements and calls: blocks, switch, return, assignment, action"""
+    """Statements and calls (a mixin of Compiler; state set up there)."""
 
     def compile_block_stmt(self, b: ast.Block, ctx: BodyCtx) -> None:
         outer = ctx.scope

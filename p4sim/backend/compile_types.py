@@ -17,7 +17,7 @@ from .context import (ActionRecord, Binding, BodyCtx, _err, _header_field_ok, _m
 
 
 class TypeDeclarations:
-    """Compiler methods for top-level declarations, types and compile-time constants: structs,"""
+    """Declarations, types, constants (a mixin of Compiler; state set up there)."""
 
     def _declare_builtins(self) -> None:
         g = self.globals
