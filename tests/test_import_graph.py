@@ -7,10 +7,11 @@ is an edge to each ``p4sim`` module it names. Relative imports are resolved
 against the importing module's package. Importing a package counts as an edge
 to its ``__init__``; ``from pkg import name`` is an edge to ``pkg``'s
 ``__init__`` (it runs, and the name is looked up there first) and also to
-``pkg.name`` when that is a module. Hence siblings import each other as
-``from .sibling import x``, not ``from . import sibling``. (The parents of a
-dotted name are not edges: every module would otherwise sit in a cycle
-with ``p4sim/__init__``.)
+``pkg.name`` when that is a module: ``from . import sibling`` depends on the
+package's ``__init__`` too, a cycle wherever that ``__init__`` imports back
+(``from .sibling import x`` or ``import pkg.sibling as sibling`` do not). The
+parents of a dotted name are not edges: every module would otherwise sit in a
+cycle with ``p4sim/__init__``. Protoc output (``bfrt/_generated``) is left out.
 
 Imports under an ``if TYPE_CHECKING:`` block are skipped, explicitly: they
 never run, so they cannot create a cycle at import time, and they are the
