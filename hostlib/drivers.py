@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import numpy as np
 
+from .agent import each_frame
 from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix
 
 
@@ -517,10 +518,7 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
     on_frames = getattr(agent, "on_frames", None)
     if on_frames is None:
         def on_frames(frames: list[bytes], now: float) -> list[bytes]:
-            out: list[bytes] = []
-            for f in frames:
-                out += agent.on_frame(f, now)
-            return out
+            return each_frame(agent.on_frame, frames, now)
     t0 = clock()
     send_many(agent.start(0.0))
     while not stop():

@@ -253,19 +253,6 @@ class InaPacket:
     ttl: int = 64
 
 
-def build_frame(header: InaHeader, lanes: np.ndarray, *, src_ip: str, dst_ip: str,
-                src_mac: str | int = 0, dst_mac: str | int = 0, src_port: int = INA_UDP_PORT,
-                ttl: int = 64) -> bytes:
-    """Ethernet/IPv4/UDP/INA/lanes frame (UDP checksum 0, IPv4 checksum computed)."""
-    payload = header.pack() + lanes_to_bytes(lanes)
-    udp = struct.pack("!HHHH", src_port, INA_UDP_PORT, 8 + len(payload), 0) + payload
-    ip_hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, ttl, 17, 0,
-                         ip_to_int(src_ip).to_bytes(4, "big"), ip_to_int(dst_ip).to_bytes(4, "big"))
-    ip_hdr = ip_hdr[:10] + struct.pack("!H", _csum16(ip_hdr)) + ip_hdr[12:]
-    eth = mac_to_bytes(dst_mac) + mac_to_bytes(src_mac) + b"\x08\x00"
-    return eth + ip_hdr + udp
-
-
 def parse_frame(frame: bytes, lanes: int = DEFAULT_LANES) -> InaPacket:
     """Decode an Ethernet/IPv4/UDP/INA frame; ProtocolError if it is not one."""
     (flags, job, node, sub, frag, worker, fan_in, count, prio, bitmap, rnd, off) = frame_fields(frame, lanes)

@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .agent import each_frame
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
                        ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
                        frame_fields, frame_lanes, frame_prefix, header_array, send_order)
@@ -311,10 +312,7 @@ class Worker:
 
     def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
         """``on_frame`` for each of ``frames`` (one driver wake-up), the replies concatenated."""
-        out: list[bytes] = []
-        for f in frames:
-            out += self.on_frame(f, now)
-        return out
+        return each_frame(self.on_frame, frames, now)
 
     def on_timer(self, now: float) -> list[bytes]:
         """Resend the expired fragments there is evidence against — a fragment sent later

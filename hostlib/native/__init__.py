@@ -35,8 +35,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..protocol import (ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError, frame_fields, frame_prefix,
-                        header_array)
+from ..agent import each_frame
+from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError, frame_fields, frame_prefix
 
 log = logging.getLogger("hostlib.native")
 
@@ -404,10 +404,7 @@ class NativeWorker:
         return self._python().on_frame(frame, now)
 
     def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
-        out: list[bytes] = []
-        for f in frames:
-            out += self.on_frame(f, now)
-        return out
+        return each_frame(self.on_frame, frames, now)
 
     def on_timer(self, now: float) -> list[bytes]:
         return self._python().on_timer(now)
@@ -470,10 +467,7 @@ class NativeGroup:
         return [] if n is None else n.on_frame(frame, now)
 
     def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
-        out: list[bytes] = []
-        for f in frames:
-            out += self.on_frame(f, now)
-        return out
+        return each_frame(self.on_frame, frames, now)
 
     def on_timer(self, now: float) -> list[bytes]:
         return self._python().on_timer(now)
@@ -687,10 +681,7 @@ class NativePs:
             return self._outputs() + self.python_frame(frame, now)
 
     def on_frames(self, frames: Sequence[bytes], now: float) -> list[bytes]:
-        out: list[bytes] = []
-        for f in frames:
-            out += self.on_frame(f, now)
-        return out
+        return each_frame(self.on_frame, frames, now)
 
     def on_timer(self, now: float) -> list[bytes]:
         return self.python_timer(now)
