@@ -893,6 +893,19 @@ int64_t ina_sizeof(int64_t which) {
 }
 
 
+/* The C loops' wait, at ``*now`` (s since t0): EV_TIMER when the deadline ``dl`` is due,
+ * EV_POLL when ``until`` passed, -errno on a socket error; else read what arrives by the
+ * earlier of the two into the ring, set ``*now`` and return 0 (go on). */
+static int io_wait(Io *io, double t0, double dl, double until, double *now) {
+    *now = mono() - t0;
+    if (dl <= *now) return EV_TIMER;
+    if (*now >= until) return EV_POLL;
+    int r = io_fill(io, (dl < until ? dl : until) - *now);
+    if (r < 0) return r;
+    *now = mono() - t0;
+    return 0;
+}
+
 /* The next INA datagram, waiting up to ``wait`` s for one: 1 (it is io->ho_data), 0 or -errno
  * (for agents the C loops do not run, so that they read coalesced datagrams as the loops do) */
 int ina_io_poll(Io *io, double wait) {
@@ -927,15 +940,10 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
             if (r < 0) return r;
         }
         if (stop_on_done && w->n_done == w->n) return EV_DONE;
-        now = mono() - t0;
         double dl = ina_worker_next_deadline(w);
         if (py_deadline < dl) dl = py_deadline;
-        if (dl <= now) return EV_TIMER;
-        if (now >= until) return EV_POLL;
-        double wait = (dl < until ? dl : until) - now;
-        int r = io_fill(io, wait);
-        if (r < 0) return r;
-        now = mono() - t0;
+        int r = io_wait(io, t0, dl, until, &now);
+        if (r) return r;
     }
 }
 
@@ -982,13 +990,8 @@ int ina_group_udp(Worker **ws, int64_t nw, Io *io, double t0, double until, doub
             if (x < dl) dl = x;
         }
         if (stop_on_done && all_done) return EV_DONE;
-        now = mono() - t0;
-        if (dl <= now) return EV_TIMER;
-        if (now >= until) return EV_POLL;
-        double wait = (dl < until ? dl : until) - now;
-        int r = io_fill(io, wait);
-        if (r < 0) return r;
-        now = mono() - t0;
+        int r = io_wait(io, t0, dl, until, &now);
+        if (r) return r;
     }
 }
 
@@ -1019,14 +1022,9 @@ int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
             ps->out_n = 0;
             if (r < 0) return r;
         }
-        now = mono() - t0;
         double dl = ina_ps_next_deadline(ps);
         if (py_deadline < dl) dl = py_deadline;
-        if (dl <= now) return EV_TIMER;
-        if (now >= until) return EV_POLL;
-        double wait = (dl < until ? dl : until) - now;
-        int r = io_fill(io, wait);
-        if (r < 0) return r;
-        now = mono() - t0;
+        int r = io_wait(io, t0, dl, until, &now);
+        if (r) return r;
     }
 }
