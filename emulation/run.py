@@ -16,7 +16,8 @@ P4Runtime, run every job's rounds (fresh gradients each) with the agents in the 
 check every worker's result is exact in every round. Writes under ``--out``: results.csv (per
 scheme and job: JCT, mean round time and its ratio to the link-rate ideal, PS ingress,
 in-network fraction, preemptions, resends), rounds.csv (per round), summary.md and a PNG
-(per-round time, JCT CDF, PS ingress, in-network fraction).
+(emulation.plots: mean round vs its link-rate ideal, JCT, time per round, PS ingress, in-network
+fraction, resends and preemptions).
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ from .inprocess import job_seeds
 from .inprocess import run_jobs as run_inprocess
 from .install import install
 from .net import SWITCH_KINDS, EmuNet, mininet_unavailable_reason
+from .plots import plot_run
 
 LANES = 64
 
@@ -597,18 +599,23 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
     return rows
 
 
+ROUND_COLUMNS = ["scheme", "job", "round", "seconds", "exact", "worker_resent", "worker_fast_resent", "participants"]
+
+
+def round_rows(runs: list[SchemeRun]) -> list[dict[str, Any]]:
+    """rounds.csv's rows: one per (scheme, job, round)."""
+    return [{"scheme": run.scheme, "job": res.job, **{k: (round(v, 3) if isinstance(v, float) else v)
+                                                      for k, v in r.items()}}
+            for run in runs for res in run.jobs for r in res.per_round()]
+
+
 def write_rounds(runs: list[SchemeRun], out: Path) -> None:
     """rounds.csv: one row per (scheme, job, round)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "rounds.csv", "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["scheme", "job", "round", "seconds", "exact", "worker_resent",
-                                           "worker_fast_resent", "participants"])
+        wr = csv.DictWriter(f, fieldnames=ROUND_COLUMNS)
         wr.writeheader()
-        for run in runs:
-            for res in run.jobs:
-                for r in res.per_round():
-                    wr.writerow({"scheme": run.scheme, "job": res.job,
-                                 **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}})
+        wr.writerows(round_rows(runs))
 
 
 SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ideal_round_s", "ratio_to_ideal",
@@ -624,7 +631,8 @@ def pace_notes(rows: list[dict[str, Any]]) -> list[str]:
 def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, title: str, png: str,
                   notes: Sequence[str] = ()) -> None:
     """results.csv, summary.md (with ``notes``: how the link rate was chosen, who set the pace)
-    and a PNG: per-round time, JCT CDF, PS ingress, INA fraction."""
+    and a PNG (emulation.plots.plot_run): mean round vs its link-rate ideal, JCT, time per round,
+    PS ingress, in-network fraction, resends and preemptions."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.csv", "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -649,34 +657,7 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
               "frames the switches' loss impairment (--loss) dropped over the whole net, every job and frame kind; "
               "resends_per_drop: worker_resent / dropped.", ""]
     (out / "summary.md").write_text("\n".join(lines))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    colors = {run.scheme: f"C{i}" for i, run in enumerate(runs)}
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
-    for run in runs:
-        for res, style in zip(run.jobs, ["-", "--", ":", "-."] * 8):
-            pr = res.per_round()
-            axes[0].plot([r["round"] for r in pr], [r["seconds"] for r in pr], style, color=colors[run.scheme],
-                         label=f"{run.scheme} job {res.job}" if len(run.jobs) > 1 else run.scheme)
-        jcts = sorted(r.completion for r in run.jobs)
-        axes[1].step(jcts, [(i + 1) / len(jcts) for i in range(len(jcts))], where="post", color=colors[run.scheme],
-                     label=run.scheme)
-    axes[0].set(title="time per round (s)", xlabel="round")
-    axes[0].legend(fontsize=7)
-    axes[1].set(title="job completion time CDF", xlabel="JCT (s)", ylim=(0, 1.05))
-    names = [r["scheme"] + (f" j{r['job']}" if len(runs[0].jobs) > 1 else "") for r in rows]
-    for ax, key, label in ((axes[2], "ps_rx_mb", "PS ingress (MB)"), (axes[3], "ina_fraction", "aggregated in network")):
-        ax.bar(names, [r[key] for r in rows], color=[colors[r["scheme"]] for r in rows])
-        ax.set_title(label, fontsize=10)
-        ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / png, dpi=120)
-    plt.close(fig)
+    plot_run(rows, round_rows(runs), out / png, title)
 
 
 def parse_list(text: str, kind: Callable[[str], Any], what: str) -> list[Any]:
