@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup lock test bench reproduce run-fattree run-training clean
+.PHONY: setup lock test bench reproduce reproduce-emulation run-fattree run-training clean
 
 setup:
 	@bash scripts/setup.sh
@@ -47,6 +47,13 @@ run-fattree: setup
 	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
 	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --link-mbps $(LINK_MBPS) \
 	    --out results/fattree
+
+# The papers' headline comparisons in the emulation (root, Mininet): ESA vs ATP vs SwitchML with 2-4
+# contending jobs, GOAT vs ATP, ARO and InArt vs their routing baselines; results/emulation/
+# {claims.md,claims.csv,runs.csv,rounds.csv,*.png}. About 40 min on a 2-core Xeon;
+# `make reproduce-emulation QUICK=1` about 12 min. Options: `python -m emulation.reproduce --help`.
+reproduce-emulation: setup
+	$(PY) -m emulation.reproduce $(if $(QUICK),--quick) --out results/emulation
 
 # Data-parallel training through the switches (root, Mininet): a 1.1M-parameter MLP ("wide") on
 # scikit-learn's digits, 8 workers under one programmable ToR of the k=4 fat-tree (GOAT aggregates

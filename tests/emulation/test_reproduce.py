@@ -1,0 +1,81 @@
+"""emulation.reproduce's pure parts: settings, the claims from synthetic rows, the table and
+figures it writes (no Mininet)."""
+import csv
+
+import pytest
+
+from emulation.reproduce import (Claim, claims, per_run, plot_comparison, settings, verdict, write_claims,
+                                 write_csv)
+
+
+def _row(comparison, setting, scheme, job, run, **kw):
+    base = {"comparison": comparison, "setting": setting, "scheme": scheme, "job": job, "run": run, "mb": 0.2,
+            "jct_s": 4.0, "mean_round_s": 2.0, "ideal_round_s": 1.8, "ps_rx_mb": 5.0, "ina_fraction": 0.5,
+            "preemptions": 0, "worker_resent": 0, "exact": True}
+    return {**base, **kw}
+
+
+ROWS = (
+    [_row("esa", "3 jobs", "esa", j, r, jct_s=3.0 + j / 10, preemptions=20) for j in (1, 2, 3) for r in (0, 1)]
+    + [_row("esa", "3 jobs", "atp", j, r, jct_s=3.6 + j / 10) for j in (1, 2, 3) for r in (0, 1)]
+    + [_row("esa", "3 jobs", "switchml", j, r, jct_s=3.3 + j / 10) for j in (1, 2, 3) for r in (0, 1)]
+    + [_row("goat", "GOAT fat-tree", "goat", 1, 0, ps_rx_mb=1.0, mean_round_s=1.5, ina_fraction=0.9),
+       _row("goat", "GOAT fat-tree", "atp", 1, 0, ps_rx_mb=5.0, mean_round_s=2.0, ina_fraction=0.3)]
+    + [_row("aro", "ARO fat-tree, 2 jobs", "aro", j, 0, mean_round_s=1.0) for j in (1, 2)]
+    + [_row("aro", "ARO fat-tree, 2 jobs", "random", j, 0, mean_round_s=2.0) for j in (1, 2)]
+    # InArt's job split over two PSes: parts 1 and 1001 are one job
+    + [_row("inart", "InArt fat-tree, 2 PSes", "inart", 1, 0, mean_round_s=1.0, ps_rx_mb=1.0, jct_s=2.0),
+       _row("inart", "InArt fat-tree, 2 PSes", "inart", 1001, 0, mean_round_s=1.2, ps_rx_mb=1.5, jct_s=2.4),
+       _row("inart", "InArt fat-tree, 2 PSes", "atp", 1, 0, mean_round_s=2.0, ps_rx_mb=5.0)]
+)
+
+
+def test_settings_scale_and_quick_is_smaller():
+    full, quick = settings(), settings(quick=True)
+    assert {s.comparison for s in full} == {"esa", "goat", "aro", "inart"}
+    assert [s.jobs for s in full if s.comparison == "esa"] == [2, 3, 4]
+    assert sum(len(s.schemes) for s in quick) < sum(len(s.schemes) for s in full)
+    esa = next(s for s in full if s.comparison == "esa" and s.jobs == 3)
+    assert len({sp.mb for sp in esa.specs()}) == 3          # jobs of different sizes
+    assert "3 job(s)" in esa.describe() and "pool 8" in esa.describe()
+
+
+def test_per_run_averages_jobs_and_merges_a_jobs_parts():
+    assert per_run(ROWS, "3 jobs", "atp", "jct_s") == pytest.approx([3.8, 3.8])
+    assert per_run(ROWS, "InArt fat-tree, 2 PSes", "inart", "ps_rx_mb") == [2.5]       # parts' PS ingress add up
+    assert per_run(ROWS, "InArt fat-tree, 2 PSes", "inart", "mean_round_s") == [1.2]   # the slower part
+
+
+def test_verdict():
+    assert verdict(1.2, 1.1) == "yes"
+    assert verdict(1.05, 1.1) == "direction only"
+    assert verdict(0.9, 1.1) == "no"
+
+
+def test_claims_from_rows():
+    found = {c.claim: c for c in claims(ROWS, {"3 jobs": "fat-tree, 3 jobs"})}
+    atp = next(c for k, c in found.items() if k.startswith("ESA avg JCT better than ATP"))
+    assert atp.emulation.startswith("1.19x") and atp.agrees == "yes" and atp.setting == "fat-tree, 3 jobs"
+    sml = next(c for k, c in found.items() if "SwitchML" in k)
+    assert sml.agrees == "direction only" and "link-rate ideal" in sml.reason and "swapped out 20" in sml.reason
+    ps = next(c for k, c in found.items() if k.startswith("GOAT PS ingress"))
+    assert ps.emulation.startswith("80% lower") and ps.agrees == "yes"
+    aro = next(c for k, c in found.items() if k.startswith("ARO throughput over RANDOM"))
+    assert aro.emulation.startswith("2.00x") and aro.agrees == "direction only"
+    assert any(k.startswith("INART communication time below ATP") for k in found)
+
+
+def test_write_claims_and_plots(tmp_path):
+    found = [Claim("ESA avg JCT better than ATP", "up to 1.35x", "1.02x", "3 jobs", "direction only",
+                   "ATP already runs at 1.05x its ideal")]
+    write_claims(found, tmp_path, ["Machine: test"])
+    with open(tmp_path / "claims.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["agrees"] == "direction only" and rows[0]["paper"] == "up to 1.35x"
+    md = (tmp_path / "claims.md").read_text()
+    assert "| ESA avg JCT better than ATP | up to 1.35x | 1.02x | 3 jobs | direction only |" in md
+    assert "ATP already runs at 1.05x its ideal" in md and "Machine: test" in md
+    write_csv(ROWS, tmp_path / "runs.csv")
+    for comparison in ("esa", "goat", "aro", "inart"):
+        plot_comparison(ROWS, comparison, tmp_path / f"{comparison}.png", comparison)
+        assert (tmp_path / f"{comparison}.png").read_bytes()[:4] == b"\x89PNG"
