@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from emulation.reproduce import (Claim, claims, per_run, plot_comparison, settings, verdict, write_claims,
+from emulation.reproduce import (Claim, claims, main, per_run, plot_comparison, settings, verdict, write_claims,
                                  write_csv)
 
 
@@ -57,7 +57,7 @@ def test_claims_from_rows():
     atp = next(c for k, c in found.items() if k.startswith("ESA avg JCT better than ATP"))
     assert atp.emulation.startswith("1.19x") and atp.agrees == "yes" and atp.setting == "fat-tree, 3 jobs"
     sml = next(c for k, c in found.items() if "SwitchML" in k)
-    assert sml.agrees == "direction only" and "link-rate ideal" in sml.reason and "swapped out 20" in sml.reason
+    assert sml.agrees == "direction only" and "PS ingress" in sml.reason and "swapped out 20" in sml.reason
     ps = next(c for k, c in found.items() if k.startswith("GOAT PS ingress"))
     assert ps.emulation.startswith("80% lower") and ps.agrees == "yes"
     aro = next(c for k, c in found.items() if k.startswith("ARO throughput over RANDOM"))
@@ -79,3 +79,12 @@ def test_write_claims_and_plots(tmp_path):
     for comparison in ("esa", "goat", "aro", "inart"):
         plot_comparison(ROWS, comparison, tmp_path / f"{comparison}.png", comparison)
         assert (tmp_path / f"{comparison}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_from_csv_rewrites_the_claims(tmp_path):
+    write_csv(ROWS, tmp_path / "runs.csv")
+    write_claims([], tmp_path, ["Machine: test", "", "Settings:", "", "* esa, 3 jobs: fat-tree, 3 jobs, 8 Mb/s links"])
+    assert main(["--from-csv", "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "claims.md").read_text()
+    assert "Machine: test" in md and "| fat-tree, 3 jobs, 8 Mb/s links |" in md
+    assert (tmp_path / "esa.png").exists() and (tmp_path / "inart.png").exists()
