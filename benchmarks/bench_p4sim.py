@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.machine import describe  # noqa: E402
 from p4sim import Switch, load_program  # noqa: E402
 from p4sim.errors import CompileError  # noqa: E402
-from p4sim.runtime.model import ActionCall, Exact, Lpm, TableEntry  # noqa: E402
+from p4control.model import ActionCall, Exact, Lpm, TableEntry  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.machine import describe  # noqa: E402
-from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, Exact, KeyField,  # noqa: E402
-                                 Lpm, TableEntry, TableInfo, Ternary)
+from p4control.model import (ActionCall, ActionInfo, ActionParam, ActionRef, Exact, KeyField,  # noqa: E402
+                             Lpm, TableEntry, TableInfo, Ternary)
 from p4sim.runtime.tables import Table  # noqa: E402
 
 ACTIONS = {"NoAction": ActionInfo("NoAction", []),

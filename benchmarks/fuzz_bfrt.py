@@ -43,7 +43,7 @@ class BfRtFixture:
         self.target = BfRtTarget(f"127.0.0.1:{port}", client_id=CLIENT)
         self.stub, self.schema = self.target.stub, self.target.bfrt
         self.p4_name = self.target.p4_name
-        from p4sim.bfrt.proto import pb
+        from p4control.bfrt.proto import pb
         self.error_type = pb.Error
 
     def close(self) -> None:
@@ -101,7 +101,7 @@ def _table_entry(rng: np.random.Generator, fx: BfRtFixture, te: Any) -> None:
 
 def make_request(seed: int, index: int, fx: BfRtFixture) -> tuple[str, Any]:
     """Request ``index`` of ``seed``: ("write" | "read", message)."""
-    from p4sim.bfrt.proto import pb
+    from p4control.bfrt.proto import pb
     rng = np.random.default_rng([seed, index])
     write = rng.random() < 0.6
     req = pb.WriteRequest() if write else pb.ReadRequest()
@@ -128,7 +128,7 @@ def make_request(seed: int, index: int, fx: BfRtFixture) -> tuple[str, Any]:
 def check_alive(fx: BfRtFixture) -> str | None:
     """A valid insert, read and delete through the controller's back end; None if they work."""
     from controller.ina_tables import InaTables
-    from p4sim.runtime.model import Exact
+    from p4control.model import Exact
     try:
         tables = InaTables(fx.target)
         name = tables._table("ina_job")

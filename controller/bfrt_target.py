@@ -5,7 +5,7 @@ Talks to bf_switchd's BfRuntime server (SDE) or p4sim's (``python -m p4sim serve
 session follows the SDE's client: subscribe on the stream channel, optionally push a program
 (SetForwardingPipelineConfig), fetch the device's bf-rt.json (GetForwardingPipelineConfig), bind
 to the program. Every table, key, action and data field is resolved by name through that
-bf-rt.json; ids are never assumed. ``info`` is a :class:`~p4sim.runtime.model.ProgramInfo`
+bf-rt.json; ids are never assumed. ``info`` is a :class:`~p4control.model.ProgramInfo`
 built from it, so InaTables' suffix lookups (``ina_node``, ``node_id``) work unchanged.
 
 Writes go out one WriteRequest per call, or, inside ``with target.batch():``, as few requests as
@@ -14,7 +14,7 @@ write raises :class:`BfRtTargetError` whose message is one line naming the updat
 server's reason.
 
 Bindings: the SDE's ``bfrt_grpc.bfruntime_pb2`` when importable, else ours generated from
-``p4sim/bfrt/bfruntime.proto`` (same wire format); see :mod:`p4sim.bfrt.proto`.
+``p4control/bfrt/bfruntime.proto`` (same wire format); see :mod:`p4control.bfrt.proto`.
 """
 from __future__ import annotations
 
@@ -23,13 +23,15 @@ import json
 import queue
 from typing import Any, Iterator
 
-from p4sim.bfrt import codec  # first: p4sim.bfrt fixes the protobuf backend
-from p4sim.bfrt.bfrt_json import MAX_MATCH_PRIORITY
-from p4sim.bfrt.proto import pb, pb_grpc
-from p4sim.bfrt.schema import MATCH_PRIORITY, REGISTER_INDEX, BfRtInfo, TableSpec
-from p4sim.errors import ControlPlaneError
-from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, KeyField,
-                                 ProgramInfo, RegisterInfo, TableEntry, TableInfo)
+from dataclasses import dataclass
+
+from p4control.bfrt import codec  # first: p4control.bfrt fixes the protobuf backend
+from p4control.bfrt.proto import pb, pb_grpc
+from p4control.bfrt.schema import (MATCH_PRIORITY, MAX_MATCH_PRIORITY, REGISTER_INDEX, BfRtInfo,
+                                   TableSpec)
+from p4control.errors import ControlPlaneError
+from p4control.model import (ActionCall, ActionInfo, ActionParam, ActionRef, KeyField,
+                             ProgramInfo, RegisterInfo, TableEntry, TableInfo)
 
 import grpc  # noqa: E402
 from google.rpc import code_pb2, status_pb2  # noqa: E402
@@ -45,6 +47,18 @@ PIPES = 4              # a Tofino 1 Wedge100BF-32X has four pipes: a register re
 
 class BfRtTargetError(ControlPlaneError):
     """The switch refused a request; the message is one line with the server's reason."""
+
+
+@dataclass(frozen=True)
+class BfRtProgram:
+    """A program to load with SetForwardingPipelineConfig: its bf-rt.json and one profile (the
+    pipeline the program's ``Switch`` is given, e.g. ``pipe``) with that profile's binary (for a
+    p4sim server, the P4 source; p4sim's ``bfrt_json.program_bfrt_info`` and ``pipeline_name``
+    give the other two)."""
+    p4_name: str
+    bfrt_json: dict[str, Any]
+    profile_name: str
+    binary: bytes
 
 
 def program_info_from_bfrt(info: BfRtInfo) -> ProgramInfo:
@@ -76,13 +90,12 @@ class BfRtTarget:
     """One BfRuntime session with one device, bound to one program."""
 
     def __init__(self, address: str, *, device_id: int = 0, client_id: int = 1,
-                 p4_name: str | None = None, push_program: Any = None,
-                 bfrt_json: dict[str, Any] | None = None, timeout: float | None = None,
-                 deadlines: Deadlines | None = None, batch_size: int = 1000, atomic: bool = True) -> None:
-        """``push_program``: a p4sim Program to load with SetForwardingPipelineConfig (p4sim
-        servers only: its source travels as the profile binary; ``bfrt_json`` overrides the
-        bf-rt.json sent with it). ``timeout``: seconds for a small request (default 30;
-        ``deadlines`` sets every kind: a program load, batches and large reads get longer)."""
+                 p4_name: str | None = None, push_program: BfRtProgram | None = None,
+                 timeout: float | None = None, deadlines: Deadlines | None = None,
+                 batch_size: int = 1000, atomic: bool = True) -> None:
+        """``push_program``: a program to load with SetForwardingPipelineConfig first (then
+        bound under its own ``p4_name``). ``timeout``: seconds for a small request (default
+        30; ``deadlines`` sets every kind: a program load, batches and large reads get longer)."""
         self.address = address
         self.device_id = device_id
         self.client_id = client_id
@@ -98,7 +111,8 @@ class BfRtTarget:
         try:
             self._subscribe()
             if push_program is not None:
-                self._push(push_program, p4_name, bfrt_json)
+                self._push(push_program)
+                p4_name = push_program.p4_name
             self._load_info(p4_name)
             self._set(pb.SetForwardingPipelineConfigRequest.BIND,
                       [pb.ForwardingPipelineConfig(p4_name=self.p4_name)], "bind")
@@ -123,14 +137,11 @@ class BfRtTarget:
             raise BfRtTargetError(f"{self.address}: subscribe as client {self.client_id} refused: "
                                   f"{code_pb2.Code.Name(msg.subscribe.status.code)}: {msg.subscribe.status.message}")
 
-    def _push(self, program: Any, p4_name: str | None, bfrt_json: dict[str, Any] | None) -> None:
-        from p4sim.bfrt.bfrt_json import pipeline_name, program_bfrt_info
-
-        pipe = pipeline_name(program.source)
-        doc = bfrt_json if bfrt_json is not None else program_bfrt_info(program.info, pipe)
-        cfg = pb.ForwardingPipelineConfig(p4_name=p4_name or _stem(program.path),
-                                          bfruntime_info=json.dumps(doc).encode())
-        cfg.profiles.add(profile_name=pipe, binary=program.source.encode(), pipe_scope=[0, 1, 2, 3])
+    def _push(self, program: BfRtProgram) -> None:
+        cfg = pb.ForwardingPipelineConfig(p4_name=program.p4_name,
+                                          bfruntime_info=json.dumps(program.bfrt_json).encode())
+        cfg.profiles.add(profile_name=program.profile_name, binary=program.binary,
+                         pipe_scope=[0, 1, 2, 3])
         self._set(pb.SetForwardingPipelineConfigRequest.VERIFY_AND_WARM_INIT_BEGIN_AND_END, [cfg],
                   "load program")
 
@@ -394,12 +405,6 @@ class BfRtTarget:
         entries = self._read(spec, te, f"read $PORT {dev_port}")
         return {spec.datum_by_id(f.field_id).name: codec.data_value(spec.datum_by_id(f.field_id), f, "$PORT")
                 for f in entries[0].data.fields}
-
-
-def _stem(path: str) -> str:
-    import os
-
-    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _reason(e: grpc.RpcError) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from p4sim.errors import ControlPlaneError
+from p4control.errors import ControlPlaneError
 
 SCALE_ENV = "INA_DEADLINE_SCALE"
 

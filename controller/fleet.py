@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from p4sim.errors import ControlPlaneError
+from p4control.errors import ControlPlaneError
 
 from .deploy import DEFAULT_POOL, TableOp, deploy_jobs
 from .model import Job, Plan
 from .sync import Diff, managed_tables, read_state, sync_switch
 from .testbed import SwitchConfig, Testbed
-
-V1MODEL_PROGRAM = Path(__file__).resolve().parents[1] / "p4src" / "v1model" / "ina.p4"
-
 
 def job_elements(job: Job) -> int:
     """Gradient elements of a job (4-byte fixed-point values of its sub-models, MB = 10^6 B)."""
@@ -49,11 +45,16 @@ def connect(sw: SwitchConfig, *, timeout: float | None = None) -> Iterator[Any]:
         from .bfrt_target import BfRtTarget
         target: Any = BfRtTarget(sw.address, device_id=sw.device_id, timeout=timeout)
     else:
-        from p4sim import load_program
+        from p4control.p4runtime.p4info import P4InfoFileError, load_p4info
 
         from .p4runtime_target import P4RuntimeTarget
-        target = P4RuntimeTarget(sw.address, load_program(str(V1MODEL_PROGRAM), arch="v1model"),
-                                 device_id=sw.device_id, timeout=timeout)
+        try:
+            p4info = load_p4info(sw.p4info) if sw.p4info else None   # None: the switch's own
+        except OSError as e:
+            raise ControlPlaneError(f"p4info {sw.p4info}: cannot read: {e.strerror}") from None
+        except P4InfoFileError as e:
+            raise ControlPlaneError(str(e)) from None
+        target = P4RuntimeTarget(sw.address, p4info, device_id=sw.device_id, timeout=timeout)
     try:
         yield target
     finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from p4sim.runtime.model import ActionCall, Exact, Lpm, ProgramInfo, TableEntry, Ternary
+from p4control.model import ActionCall, Exact, Lpm, ProgramInfo, TableEntry, Ternary
 
 
 class Target(Protocol):

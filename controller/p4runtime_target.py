@@ -1,23 +1,25 @@
 """Install plans on switches over P4Runtime: a target for :class:`controller.ina_tables.InaTables`.
 
 Works with any P4Runtime v1 server: ``python -m p4sim serve`` and bmv2's
-``simple_switch_grpc``. The program is loaded locally with p4sim to know its tables and to
-produce the P4Info (p4sim assigns p4c's ids, so the same P4Info matches a p4c build); with
-``push_pipeline`` the program is installed with SetForwardingPipelineConfig (for p4sim the
-device config is the P4 source; for bmv2 pass ``device_config`` = the p4c JSON).
+``simple_switch_grpc``. Tables, keys and actions are named through a P4Info: the one given
+(``p4c --p4runtime-files`` or ``python -m p4sim p4info`` output, read with
+:func:`p4control.p4runtime.p4info.load_p4info`), else the one the switch runs
+(GetForwardingPipelineConfig). With a ``device_config`` the pipeline (that P4Info and the
+device config: for p4sim the P4 source, for bmv2 the p4c JSON) is installed first with
+SetForwardingPipelineConfig.
 """
 from __future__ import annotations
 
 import queue
 from typing import Any
 
-from p4sim import p4runtime as _protobuf_env  # noqa: F401  (selects the protobuf backend first)
-from p4sim.errors import ControlPlaneError
-from p4sim.p4info import build_p4info
-from p4sim.p4runtime.convert import (P4InfoIndex, default_entry_to_proto, match_from_proto,
-                                     match_to_proto, table_action_from_proto, table_entry_to_proto)
-from p4sim.program import Program
-from p4sim.runtime.model import ActionCall, ProgramInfo, TableEntry
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
+from p4control.errors import ControlPlaneError
+from p4control.model import ActionCall, ProgramInfo, TableEntry
+from p4control.p4runtime.convert import (P4InfoIndex, default_entry_to_proto, match_from_proto,
+                                         match_to_proto, table_action_from_proto,
+                                         table_entry_to_proto)
+from p4control.p4runtime.p4info import program_info_from_p4info
 
 import grpc  # noqa: E402
 from google.rpc import code_pb2, status_pb2  # noqa: E402
@@ -34,28 +36,35 @@ class P4RuntimeTargetError(ControlPlaneError):
 
 
 class P4RuntimeTarget:
-    def __init__(self, address: str, program: Program, *, device_id: int = 1,
-                 election_id: tuple[int, int] = (0, 1), push_pipeline: bool = False,
-                 device_config: bytes | None = None, p4info: p4info_pb2.P4Info | None = None,
+    def __init__(self, address: str, p4info: p4info_pb2.P4Info | None = None, *, device_id: int = 1,
+                 election_id: tuple[int, int] = (0, 1), device_config: bytes | None = None,
                  timeout: float | None = None, deadlines: Deadlines | None = None) -> None:
-        """``timeout``: seconds for a small request (default 30; ``deadlines`` sets every kind:
-        a pipeline push and large reads get longer, see controller.deadlines)."""
+        """``p4info``: the program's P4Info (None: the one the switch runs). ``device_config``:
+        push ``p4info`` with this device config first (needs ``p4info``). ``timeout``: seconds
+        for a small request (default 30; ``deadlines`` sets every kind: a pipeline push and
+        large reads get longer, see controller.deadlines)."""
+        if device_config is not None and p4info is None:
+            raise ValueError("a pipeline push (device_config) needs the P4Info that goes with it")
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
         self.deadlines = deadlines or Deadlines.for_request_timeout(timeout)
         self.timeout = self.deadlines.request
-        self.info: ProgramInfo = program.info
-        # p4c's own P4Info goes with p4c's device config (bmv2); otherwise p4sim's, same ids
-        self.p4info = p4info if p4info is not None else build_p4info(program.info)
-        self.index = P4InfoIndex.build(self.p4info, program.info)
-        self._table_ids = {m.name: tid for tid, m in self.index.tables.items()}
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._stream = StreamChannel(self.stub.StreamChannel, "p4runtime-client-stream")
-        self._become_primary()
-        if push_pipeline:
-            self._set_pipeline(device_config if device_config is not None else program.source.encode())
+        try:
+            self._become_primary()
+            if device_config is not None:
+                assert p4info is not None
+                self._set_pipeline(p4info, device_config)
+            self.p4info = p4info if p4info is not None else self._device_p4info()
+        except BaseException:
+            self.close()
+            raise
+        self.info: ProgramInfo = program_info_from_p4info(self.p4info)
+        self.index = P4InfoIndex.build(self.p4info, self.info)
+        self._table_ids = {m.name: tid for tid, m in self.index.tables.items()}
         self.pre = _Replication(self)
 
     # ------------------------------------------------------------------ session
@@ -74,14 +83,25 @@ class P4RuntimeTarget:
             raise P4RuntimeTargetError(f"{self.address}: not primary for device {self.device_id} "
                                        f"(election id {self.election_id})")
 
-    def _set_pipeline(self, device_config: bytes) -> None:
+    def _set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
         req = pb.SetForwardingPipelineConfigRequest(
             device_id=self.device_id, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.election_id.high, req.election_id.low = self.election_id
-        req.config.p4info.CopyFrom(self.p4info)
+        req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
         self._call(self.stub.SetForwardingPipelineConfig, req, "SetForwardingPipelineConfig",
                    self.deadlines.pipeline)
+
+    def _device_p4info(self) -> p4info_pb2.P4Info:
+        """The P4Info of the program the switch runs."""
+        req = pb.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=pb.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        resp = self._call(self.stub.GetForwardingPipelineConfig, req, "GetForwardingPipelineConfig")
+        if not resp.config.HasField("p4info"):
+            raise P4RuntimeTargetError(f"{self.address}: device {self.device_id} runs no program "
+                                       "(give its P4Info and device config to install one)")
+        return resp.config.p4info
 
     def _call(self, rpc: Any, req: Any, what: str, deadline: float | None = None) -> Any:
         try:

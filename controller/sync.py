@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from p4sim.runtime.model import ActionCall, ProgramInfo, TableEntry
+from p4control.model import ActionCall, ProgramInfo, TableEntry
 
 from .deploy import TableOp, apply_ops
 from .ina_tables import InaTables

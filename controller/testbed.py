@@ -63,6 +63,9 @@ class SwitchConfig:
     switch_id: int
     memory_mb: float
     ports: dict[str, PortConfig] = field(default_factory=dict)     # front-panel name → config
+    # v1model: the P4Info file that names the tables (None: the one the switch runs); a tna
+    # switch always serves its bf-rt.json
+    p4info: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def testbed_from_dict(doc: Any, source: str = "<testbed>") -> Testbed:
     ids: dict[int, str] = {}
     dev_ports: dict[tuple[str, int], str] = {}
     for path, s in r.items(doc, "switches"):
-        s = r.obj(s, path, {"name", "arch", "address", "device_id", "switch_id", "memory_mb", "ports"})
+        s = r.obj(s, path, {"name", "arch", "address", "device_id", "switch_id", "memory_mb", "ports",
+                            "p4info"})
         name = r.get(s, "name", path, str)
         if name in switches:
             r.fail(f"{path}.name", f"switch '{name}' is declared twice")
@@ -171,7 +175,14 @@ def testbed_from_dict(doc: Any, source: str = "<testbed>") -> Testbed:
         memory = r.get(s, "memory_mb", path, (int, float), 8)
         if memory <= 0:
             r.fail(f"{path}.memory_mb", "must be > 0")
-        sw = SwitchConfig(name, arch, address, r.get(s, "device_id", path, int, 0), sid, memory)
+        p4info = r.get(s, "p4info", path, str, None)
+        if p4info is not None:
+            if arch != "v1model":
+                r.fail(f"{path}.p4info", "only for v1model switches (a tna switch serves its bf-rt.json)")
+            if not Path(p4info).is_absolute() and Path(source).is_file():
+                p4info = str(Path(source).parent / p4info)      # relative to the testbed file
+        sw = SwitchConfig(name, arch, address, r.get(s, "device_id", path, int, 0), sid, memory,
+                          p4info=p4info)
         for i, p in enumerate(r.get(s, "ports", path, list)):
             ppath = f"{path}.ports[{i}]"
             p = r.obj(p, ppath, {"port", "dev_port", "speed", "fec"})

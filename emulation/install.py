@@ -15,27 +15,30 @@ from controller.deploy import Deployment, TableOp, apply_ops
 from controller.ina_tables import InaTables
 from controller.p4runtime_target import P4RuntimeTarget
 from p4sim import load_program
-from p4sim.program import Program
+from p4sim.p4info import build_p4info
 
 from .bmv2 import Bmv2Build, compile_for_bmv2
 from .net import PROGRAM, EmuNet
 
-_program: Program | None = None
+_p4info: Any = None
 
 
-def program() -> Program:
-    """The v1model INA program, loaded once per process (P4Info and table names)."""
-    global _program
-    if _program is None:
-        _program = load_program(str(PROGRAM), arch="v1model")
-    return _program
+def p4info() -> Any:
+    """The v1model INA program's P4Info (table names and ids), compiled once per process."""
+    global _p4info
+    if _p4info is None:
+        _p4info = build_p4info(load_program(str(PROGRAM), arch="v1model").info)
+    return _p4info
 
 
 def install_ops(grpc_addr: str, device_id: int, ops: list[TableOp], bmv2: Bmv2Build | None = None) -> int:
     """Write ``ops`` to one switch; with ``bmv2`` first push p4c's build of the program."""
-    push = {} if bmv2 is None else {"push_pipeline": True, "device_config": bmv2.device_config(),
-                                    "p4info": bmv2.p4info_message()}
-    with P4RuntimeTarget(grpc_addr, program(), device_id=device_id, timeout=30.0, **push) as target:
+    if bmv2 is None:
+        target = P4RuntimeTarget(grpc_addr, p4info(), device_id=device_id, timeout=30.0)
+    else:     # p4c's own P4Info goes with p4c's device config (same ids as p4sim's)
+        target = P4RuntimeTarget(grpc_addr, bmv2.p4info_message(), device_id=device_id,
+                                 timeout=30.0, device_config=bmv2.device_config())
+    with target:
         return apply_ops(InaTables(target), ops)
 
 
@@ -55,7 +58,7 @@ def install(net: EmuNet, ops: Mapping[str, list[TableOp]], *, workers: int = 4,
     overlapping them hides latency without starving the switches' packet loops."""
     tna = net.arch == "tna"
     if not tna:
-        program()                                 # load before the threads race for it
+        p4info()                                  # compile before the threads race for it
     build = compile_for_bmv2(PROGRAM) if net.bmv2 else None
 
     def one(name: str) -> int:

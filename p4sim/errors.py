@@ -1,13 +1,17 @@
 """Errors raised by p4sim.
 
 Front-end errors carry a source position so that users see ``file:line:col: message``.
-Control-plane errors map one-to-one onto the gRPC status codes the P4Runtime spec prescribes.
+Control-plane refusals are :mod:`p4control.errors` (shared with the controller); they cannot
+derive from :class:`P4SimError` (p4control imports nothing of p4sim), so code that catches
+"anything p4sim raises on purpose" catches :data:`P4SIM_ERRORS`.
 """
 from __future__ import annotations
 
+from p4control.errors import ControlPlaneError
+
 
 class P4SimError(Exception):
-    """Base class of every error p4sim raises on purpose."""
+    """Base class of p4sim's own errors (its control-plane refusals are p4control.errors)."""
 
 
 class SourceError(P4SimError):
@@ -36,39 +40,5 @@ class CompileError(SourceError):
     """The program cannot be loaded: a syntax error, a type error or an unsupported construct."""
 
 
-class ControlPlaneError(P4SimError):
-    """A control-plane request was refused; ``grpc_code`` names the P4Runtime status."""
-
-    grpc_code = "UNKNOWN"
-
-
-class InvalidArgument(ControlPlaneError):
-    grpc_code = "INVALID_ARGUMENT"
-
-
-class NotFound(ControlPlaneError):
-    grpc_code = "NOT_FOUND"
-
-
-class AlreadyExists(ControlPlaneError):
-    grpc_code = "ALREADY_EXISTS"
-
-
-class OutOfRange(ControlPlaneError):
-    grpc_code = "OUT_OF_RANGE"
-
-
-class ResourceExhausted(ControlPlaneError):
-    grpc_code = "RESOURCE_EXHAUSTED"
-
-
-class Unimplemented(ControlPlaneError):
-    grpc_code = "UNIMPLEMENTED"
-
-
-class PermissionDenied(ControlPlaneError):
-    grpc_code = "PERMISSION_DENIED"
-
-
-class FailedPrecondition(ControlPlaneError):
-    grpc_code = "FAILED_PRECONDITION"
+# every error p4sim raises on purpose: its own and the control-plane refusals
+P4SIM_ERRORS: tuple[type[Exception], ...] = (P4SimError, ControlPlaneError)

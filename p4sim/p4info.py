@@ -1,4 +1,5 @@
-"""P4Info generation from a :class:`~p4sim.runtime.model.ProgramInfo`.
+"""P4Info generation from a :class:`~p4control.model.ProgramInfo` (reading P4Info files, and the
+ProgramInfo a P4Info describes: :mod:`p4control.p4runtime.p4info`).
 
 Ids follow p4c's control-plane id assignment (p4lang/p4c ``control-plane/p4RuntimeSymbolTable``)
 so that a controller built against ``p4c --p4runtime-files`` output sees the same numbers:
@@ -26,11 +27,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
-from p4sim.errors import CompileError, P4SimError
-from p4sim.runtime.model import ProgramInfo, StructField
+from p4control.model import ProgramInfo, StructField
+from p4control.p4runtime.p4info import format_p4info, map_value, p4info_message_class
+from p4sim.errors import P4SIM_ERRORS, CompileError
 
-from p4.config.v1 import p4info_pb2, p4types_pb2  # noqa: E402  (after the backend choice)
+from p4.config.v1 import p4info_pb2, p4types_pb2  # noqa: E402  (after the backend choice: p4control.p4runtime)
 
 Prefix = p4info_pb2.P4Ids
 
@@ -232,20 +233,6 @@ def _bit_type_spec(bitwidth: int, signed: bool = False) -> p4types_pb2.P4DataTyp
     else:
         spec.bitstring.bit.bitwidth = bitwidth
     return spec
-
-
-def map_value(container, key: str):
-    """``container[key]`` of a protobuf map field, created if needed. The old generated code of
-    the ``p4runtime`` package loses the map option under the pure-Python backend, so its maps
-    show up as repeated ``{key, value}`` entries (the wire format is the same)."""
-    if hasattr(container, "get_or_create"):
-        return container[key]
-    for entry in container:
-        if entry.key == key:
-            return entry.value
-    entry = container.add()
-    entry.key = key
-    return entry.value
 
 
 def _struct_spec(type_info: p4types_pb2.P4TypeInfo, name: str,
@@ -494,53 +481,6 @@ def p4info_differences(ours: Any, theirs: Any) -> list[str]:
 # ---------------------------------------------------------------- command line
 
 
-_P4INFO_CLASS = None
-
-
-def p4info_message_class() -> type:
-    """A P4Info class whose map fields (``type_info.structs`` ...) are real maps.
-
-    The ``p4runtime`` package's old generated code, loaded by protobuf 6's pure-Python backend,
-    builds those fields as plain repeated ``{key, value}`` entries while the descriptor still
-    says "map", which breaks text and JSON printing. Rebuilding the classes in a private
-    descriptor pool from the same serialized .proto files gives well-formed ones; the wire
-    format is identical, so messages convert with a serialize/parse round trip.
-    """
-    global _P4INFO_CLASS
-    if _P4INFO_CLASS is None:
-        from google.protobuf import descriptor_pool, message_factory
-
-        pool = descriptor_pool.DescriptorPool()
-        added: set[str] = set()
-
-        def add(fd) -> None:
-            if fd.name in added:
-                return
-            for dep in fd.dependencies:
-                add(dep)
-            pool.AddSerializedFile(fd.serialized_pb)
-            added.add(fd.name)
-
-        add(p4info_pb2.DESCRIPTOR)
-        _P4INFO_CLASS = message_factory.GetMessageClass(
-            pool.FindMessageTypeByName("p4.config.v1.P4Info"))
-    return _P4INFO_CLASS
-
-
-def format_p4info(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
-    """Serialize ``p4info`` as ``text`` (protobuf text format), ``binary`` or ``json``."""
-    from google.protobuf import json_format, text_format
-
-    if fmt == "binary":
-        return p4info.SerializeToString()
-    printable = p4info_message_class().FromString(p4info.SerializeToString())
-    if fmt == "json":
-        return (json_format.MessageToJson(printable) + "\n").encode()
-    if fmt == "text":
-        return text_format.MessageToString(printable).encode()
-    raise ValueError(f"unknown P4Info format {fmt!r}")
-
-
 def _compare(p4info: p4info_pb2.P4Info, path: str) -> int:
     from google.protobuf import text_format
 
@@ -589,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare:
             return _compare(p4info, args.compare)
         data = format_p4info(p4info, args.format)
-    except P4SimError as exc:
+    except P4SIM_ERRORS as exc:
         print(f"p4sim p4info: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -8,7 +8,7 @@ from types import CodeType
 from .backend.compiler import CompiledProgram, Compiler
 from .errors import CompileError
 from .frontend.parser import parse_file
-from .runtime.model import ProgramInfo
+from p4control.model import ProgramInfo
 
 ARCHS = ("v1model", "tna")
 

@@ -242,7 +242,7 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
     same file: a Program is immutable, every Switch has its own state."""
     try:
         from p4sim import Switch, load_program
-        from p4sim.errors import P4SimError
+        from p4sim.errors import P4SIM_ERRORS
     except ImportError as e:
         raise StartError(f"the p4sim compiler is not available: {e}") from None
 
@@ -257,7 +257,7 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
         backend = getattr(args, "backend", None)
         extra = {"backend": backend} if backend else {}
         switch = Switch(prog, cpu_port=args.cpu_port, seed=args.seed, **extra)
-    except (P4SimError, OSError) as e:
+    except (*P4SIM_ERRORS, OSError) as e:
         raise UsageError(f"cannot load {args.program}: {e}") from None
     except Exception as e:  # a compiler bug: still one clear line, details at debug level
         log.debug("loading %s failed", args.program, exc_info=True)
@@ -289,7 +289,7 @@ def start_switch(args: argparse.Namespace, ports: list[Port],
                               on_switch_change=on_switch_change, bfrt_json=schema,
                               # a pushed program is compiled from a temporary file (make_loader)
                               include_dirs=include_dirs + [os.path.dirname(os.path.abspath(args.program))])
-        except P4SimError as e:
+        except P4SIM_ERRORS as e:
             where = f"--bfrt-json {args.bfrt_json}" if schema is not None else "BfRuntime"
             raise UsageError(f"{where}: {e}") from None
 

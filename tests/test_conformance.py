@@ -12,7 +12,7 @@ import pytest
 import p4sim.p4runtime  # noqa: F401  (protobuf backend first)
 from p4sim import CompileError, Switch, load_program
 from p4sim.p4info import build_p4info
-from p4sim.runtime.model import ActionCall, Exact, TableEntry
+from p4control.model import ActionCall, Exact, TableEntry
 
 from p4.config.v1 import p4info_pb2  # noqa: E402
 

@@ -23,7 +23,7 @@ from hostlib.protocol import Flags, InaHeader, build_frame
 from p4sim import CompileError, Switch, load_program
 from p4sim.backend.cgen import CUnsupported, generate_c
 from p4sim.runtime import native
-from p4sim.runtime.model import ActionCall, Exact, Lpm, TableEntry
+from p4control.model import ActionCall, Exact, Lpm, TableEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "p4"

@@ -12,10 +12,10 @@ import p4sim.p4runtime  # noqa: F401  (protobuf backend first)
 from p4sim.errors import CompileError
 from p4sim.p4info import (build_p4info, explicit_id, format_p4info, jenkins_one_at_a_time,
                           main, map_value, p4info_differences, p4info_message_class)
-from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef,
-                                 ControllerHeader, CounterInfo, DigestInfo, Exact, KeyField,
-                                 MeterInfo, ProgramInfo, RegisterInfo, StructField, TableEntry,
-                                 TableInfo, ValueSetInfo)
+from p4control.model import (ActionCall, ActionInfo, ActionParam, ActionRef,
+                             ControllerHeader, CounterInfo, DigestInfo, Exact, KeyField,
+                             MeterInfo, ProgramInfo, RegisterInfo, StructField, TableEntry,
+                             TableInfo, ValueSetInfo)
 
 from google.protobuf import json_format, text_format  # noqa: E402
 from p4.config.v1 import p4info_pb2  # noqa: E402

@@ -531,10 +531,10 @@ def test_bad_action_parameters_are_refused_per_update_and_change_nothing(harness
 
 def test_action_to_proto_refuses_incomplete_calls(p4i, harness):
     # the encoder the controller's P4Runtime target uses: no silent 0, no dropped argument
-    from p4sim.errors import InvalidArgument
+    from p4control.errors import InvalidArgument
     from p4sim.p4info import build_p4info
-    from p4sim.p4runtime.convert import P4InfoIndex, action_to_proto, table_entry_to_proto
-    from p4sim.runtime.model import ActionCall, Exact, TableEntry
+    from p4control.p4runtime.convert import P4InfoIndex, action_to_proto, table_entry_to_proto
+    from p4control.model import ActionCall, Exact, TableEntry
 
     info = harness.switch.info
     index = P4InfoIndex.build(build_p4info(info), info)
@@ -1005,9 +1005,9 @@ def test_finsy_client_interoperates(harness, tmp_path):
 
 # ====================================================================== conversion helpers
 
-from p4sim.errors import OutOfRange  # noqa: E402
-from p4sim.p4runtime.convert import (bytes_to_int, int_to_bytes, pack_header,  # noqa: E402
-                                     signed_bytes_to_int, signed_int_to_bytes, unpack_header)
+from p4control.errors import OutOfRange  # noqa: E402
+from p4control.p4runtime.convert import (bytes_to_int, int_to_bytes, pack_header,  # noqa: E402
+                                         signed_bytes_to_int, signed_int_to_bytes, unpack_header)
 
 
 # The examples of the P4Runtime spec's "Bytestrings" section.

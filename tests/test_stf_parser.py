@@ -9,9 +9,9 @@ from typing import Callable
 
 import pytest
 
-from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, CounterInfo,
-                                 Exact, KeyField, Lpm, Optional, ProgramInfo, Range,
-                                 RegisterInfo, TableEntry, TableInfo, Ternary)
+from p4control.model import (ActionCall, ActionInfo, ActionParam, ActionRef, CounterInfo,
+                             Exact, KeyField, Lpm, Optional, ProgramInfo, Range,
+                             RegisterInfo, TableEntry, TableInfo, Ternary)
 from p4sim.runtime.pre import PacketReplicationEngine
 from p4sim.stf import parser as P
 from p4sim.stf.parser import StfError, parse_stf

@@ -5,7 +5,7 @@ import pytest
 
 from p4sim import Switch, load_program
 from p4sim.runtime import hashes
-from p4sim.runtime.model import ActionCall, Exact, TableEntry
+from p4control.model import ActionCall, Exact, TableEntry
 from p4sim.runtime.rt import DataplaneError
 
 HERE = Path(__file__).parent

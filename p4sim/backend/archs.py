@@ -12,7 +12,7 @@ from ..arch import tna as tna_arch
 from ..arch import v1model as v1model_arch
 from ..frontend import ast
 from ..frontend.types import BlockT, StructT
-from ..runtime import model
+from p4control import model
 from .context import _err
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import Any
 from ..frontend import ast
 from ..frontend.types import (BitT, BlockT, BoolT, DontCareT, EnumT, ErrorT, ExternT, P4Type,
                               StackT, StructT, TableT, VoidT)
-from ..runtime import model
+from p4control import model
 from .codewriter import CodeWriter
 from .context import (ActionRecord, Binding, BodyCtx, CompiledBlock, _err, key_name, _py_ident,
                       _ReturnSignal, RuntimeObject, Scope, TableRecord)

@@ -13,7 +13,7 @@ import itertools
 from ..errors import CompileError
 from ..frontend import ast
 from ..frontend.types import ErrorT, MatchKindT, P4Type
-from ..runtime import model
+from p4control import model
 from .codewriter import CodeWriter
 from .compile_blocks import BlockDeclarations
 from .compile_exprs import Expressions

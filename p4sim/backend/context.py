@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import CompileError
 from ..frontend import ast
 from ..frontend.types import BitT, BoolT, EnumT, ExternT, P4Type, StructT
-from ..runtime import model
+from p4control import model
 from .codewriter import CodeWriter
 
 

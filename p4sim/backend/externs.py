@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..frontend import ast
 from ..frontend.types import (BitT, BoolT, EnumT, ExternT, InfIntT, P4Type, StackT, StructT,
                               TupleT, TypeVar, VarbitT, VoidT, bit_width)
-from ..runtime import model
+from p4control import model
 from .context import Binding, BodyCtx, ExternInstance, Scope, _err, _ReturnSignal, contains_return
 from .parsergen import compile_packet_in_method
 

@@ -32,13 +32,12 @@ import json
 import re
 from typing import Any
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
+import p4control.errors as errors
+from p4control.bfrt.schema import MATCH_PRIORITY, REGISTER_INDEX
+from p4control.model import ProgramInfo
 from p4sim.frontend.types import bit_width
 from p4sim.p4info import build_p4info, jenkins_one_at_a_time
 from p4.config.v1 import p4info_pb2  # noqa: I001  (after p4sim.p4info: it picks the protobuf backend)
-from p4sim.runtime.model import ProgramInfo
-
-from .schema import MATCH_PRIORITY, REGISTER_INDEX
 
 # Tofino 1 as bf-p4c describes it
 STAGES = 12
@@ -84,7 +83,6 @@ _P4INFO_MATCH = {p4info_pb2.MatchField.EXACT: "Exact", p4info_pb2.MatchField.LPM
 _SCOPES = {p4info_pb2.ActionRef.TABLE_AND_DEFAULT: "TableAndDefault",
            p4info_pb2.ActionRef.TABLE_ONLY: "TableOnly",
            p4info_pb2.ActionRef.DEFAULT_ONLY: "DefaultOnly"}
-MAX_MATCH_PRIORITY = (1 << 24) - 1          # Tofino TCAM priorities are 24 bits
 
 PORT_TABLE_ID = 0xFF010001                  # $PORT
 PRE_MGID_TABLE_ID = 0xFF020001              # $pre.mgid

@@ -45,14 +45,14 @@ from typing import Any, Callable, Iterator
 import grpc
 from google.rpc import code_pb2, status_pb2
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
-from p4sim.runtime.model import ActionCall, TableEntry
+import p4control.bfrt.codec as codec
+import p4control.errors as errors
+from p4control.bfrt.proto import pb, pb_grpc
+from p4control.bfrt.schema import MATCH_PRIORITY, MAX_MATCH_PRIORITY, BfRtInfo, DataSpec, TableSpec
+from p4control.model import ActionCall, TableEntry
+from p4sim.errors import P4SIM_ERRORS
 
-import p4sim.bfrt.codec as codec
-from .bfrt_json import (MAX_MATCH_PRIORITY, fixed_bfrt_info, key_field_name, pipeline_name,
-                        program_bfrt_info)
-from .proto import pb, pb_grpc
-from .schema import MATCH_PRIORITY, BfRtInfo, DataSpec, TableSpec
+from .bfrt_json import fixed_bfrt_info, key_field_name, pipeline_name, program_bfrt_info
 
 log = logging.getLogger("p4sim.bfrt")
 
@@ -803,7 +803,7 @@ class BfRtServer(pb_grpc.BfRuntimeServicer):
             return self._set_pipeline(request)
         except _RpcError as e:
             self._abort(context, e.code, str(e))
-        except errors.P4SimError as e:
+        except P4SIM_ERRORS as e:
             code = _grpc_code(e) if isinstance(e, errors.ControlPlaneError) else grpc.StatusCode.INVALID_ARGUMENT
             self._abort(context, code, str(e))
 

@@ -1,11 +1,11 @@
 """P4Runtime support for p4sim: a gRPC server over a :class:`p4sim.Switch`.
 
 Importing this package selects the pure-Python protobuf backend first (see
-:mod:`p4sim.protobuf_env` for why); the server itself is loaded on first use.
+:mod:`p4control.protobuf_env` for why); the server itself is loaded on first use.
 """
 from __future__ import annotations
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (first)
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (first)
 
 __all__ = ["P4RuntimeServer", "P4RUNTIME_API_VERSION"]
 

@@ -15,7 +15,7 @@ import queue
 import threading
 from typing import Iterator
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 
 import grpc  # noqa: E402
 from google.rpc import code_pb2, status_pb2  # noqa: E402

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
-from p4sim.errors import (AlreadyExists, InvalidArgument, NotFound, OutOfRange, PermissionDenied,
-                          Unimplemented)
-from p4sim.p4runtime.convert import (P4InfoIndex, TableMeta, bytes_to_int, check_priority,
-                                     default_entry_to_proto, int_to_p4data, match_from_proto,
-                                     p4data_to_int, table_action_from_proto,
-                                     table_entry_to_proto)
-from p4sim.runtime.model import FieldMatch, TableEntry
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
+from p4control.errors import (AlreadyExists, InvalidArgument, NotFound, OutOfRange, PermissionDenied,
+                              Unimplemented)
+from p4control.p4runtime.convert import (P4InfoIndex, TableMeta, bytes_to_int, check_priority,
+                                         default_entry_to_proto, int_to_p4data, match_from_proto,
+                                         p4data_to_int, table_action_from_proto,
+                                         table_entry_to_proto)
+from p4control.model import FieldMatch, TableEntry
 
 from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402

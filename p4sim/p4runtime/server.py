@@ -39,12 +39,13 @@ import time
 from concurrent import futures
 from typing import Any, Callable, Iterable, Iterator
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
-from p4sim.errors import ControlPlaneError, P4SimError
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
+from p4control.errors import ControlPlaneError
+from p4sim.errors import P4SIM_ERRORS
 from p4sim.p4info import build_p4info
 from p4sim.p4runtime.arbitration import Arbiter, ArbitrationError, StreamSession
-from p4sim.p4runtime.convert import (P4InfoIndex, digest_struct_to_p4data, packet_in_message,
-                                     packet_out_bytes)
+from p4control.p4runtime.convert import (P4InfoIndex, digest_struct_to_p4data, packet_in_message,
+                                         packet_out_bytes)
 from p4sim.p4runtime.handlers import Pipeline, iter_entity, write_update
 
 import grpc  # noqa: E402
@@ -408,7 +409,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                             "this server cannot load new programs (no loader)")
         try:
             switch = self.loader(config.p4_device_config, config.p4info)
-        except P4SimError as e:
+        except P4SIM_ERRORS as e:
             raise _RpcError(grpc.StatusCode.INVALID_ARGUMENT,
                             f"cannot realize the device config: {e}") from None
         except UnicodeDecodeError as e:

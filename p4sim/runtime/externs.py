@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
+import p4control.errors as errors
 
 GREEN = 0
 YELLOW = 1

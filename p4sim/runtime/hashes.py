@@ -35,17 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable
 
-
-def pack_fields(fields: Iterable[tuple[int, int]]) -> bytes:
-    """Concatenate ``(value, width_bits)`` pairs MSB first and zero-pad the end to a whole
-    number of bytes (bmv2's hash/checksum input buffer). Values are masked to their width."""
-    acc = 0
-    nbits = 0
-    for value, width in fields:
-        acc = (acc << width) | (value & ((1 << width) - 1))
-        nbits += width
-    pad = -nbits % 8
-    return (acc << pad).to_bytes((nbits + pad) // 8, "big")
+from p4control.packing import pack_fields  # shared with P4Runtime's packet-in/out headers
 
 
 def _reflect(value: int, width: int) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
+import p4control.errors as errors
 
 Replica = tuple[int, int]                  # (egress_port, instance a.k.a. egress_rid)
 

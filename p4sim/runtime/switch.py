@@ -10,10 +10,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
+import p4control.errors as errors
+from p4sim.errors import CompileError
 from . import hashes
 from .externs import Counter, Meter, Register, StructRegister
-from .model import ActionCall, FieldMatch, ProgramInfo, TableEntry
+from p4control.model import ActionCall, FieldMatch, ProgramInfo, TableEntry
 from .pre import PacketReplicationEngine
 from .rt import DataplaneError, PacketContext, register_twice_message
 from .tables import Table
@@ -43,7 +44,7 @@ class _TnaHash:
             name = {"crc8": "crc8", "crc16": "crc16", "crc32": "crc32", "crc64": "crc64",
                     "xor8": "xor8", "xor16": "xor16", "xor32": "xor32", "random": "random"}.get(algorithm)
             if name is None or name not in hashes.ALGORITHMS:
-                raise errors.CompileError(f"Hash algorithm {algorithm} is not supported")
+                raise CompileError(f"Hash algorithm {algorithm} is not supported")
             self.fn = hashes.ALGORITHMS[name]
             self.width = {"crc8": 8, "crc16": 16, "crc32": 32, "crc64": 64, "xor8": 8, "xor16": 16,
                           "xor32": 32, "random": 32}[name]
@@ -144,7 +145,7 @@ class Switch:
         if kind == "direct_counter":
             table = p.get("table")
             if table is None:
-                raise errors.CompileError(f"direct counter {p['name']} is not attached to any table")
+                raise CompileError(f"direct counter {p['name']} is not attached to any table")
             self._direct_counter_tables[p["name"]] = table
             return None
         if kind == "meter":
@@ -153,7 +154,7 @@ class Switch:
             return m
         if kind == "tna_hash":
             return _TnaHash(p["algorithm"], p["poly"], p["width"])
-        raise errors.CompileError(f"internal error: unknown runtime object kind {kind}")
+        raise CompileError(f"internal error: unknown runtime object kind {kind}")
 
     def _install_helpers(self, ns: dict[str, Any]) -> None:
         rng = self.rng

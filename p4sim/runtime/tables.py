@@ -1,6 +1,6 @@
 """Match-action tables: control-plane state plus a fast data-plane lookup.
 
-The control plane speaks :mod:`p4sim.runtime.model` objects (``TableEntry``, ``FieldMatch``,
+The control plane speaks :mod:`p4control.model` objects (``TableEntry``, ``FieldMatch``,
 ``ActionCall``) and gets P4Runtime error codes back (:mod:`p4sim.errors`). The data plane calls
 :meth:`Table.lookup` with a tuple of already-masked key values and receives
 ``(action_index, args, handle)`` where ``handle`` is ``None`` on a miss.
@@ -26,9 +26,10 @@ from bisect import bisect_right
 from operator import and_
 from typing import Callable
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
-from p4sim.runtime.model import (ActionCall, ActionInfo, Exact, FieldMatch, KeyField, Lpm,
-                                 Optional, Range, TableEntry, TableInfo, Ternary)
+import p4control.errors as errors
+from p4sim.errors import CompileError
+from p4control.model import (ActionCall, ActionInfo, Exact, FieldMatch, KeyField, Lpm,
+                             Optional, Range, TableEntry, TableInfo, Ternary)
 
 LookupResult = tuple[int, tuple[int, ...], "object | None"]
 
@@ -82,7 +83,7 @@ class Table:
         self._action_info: list[ActionInfo] = []
         for name in self.action_names:
             if name not in actions:
-                raise errors.CompileError(f"table {self.name}: action {name} is not defined")
+                raise CompileError(f"table {self.name}: action {name} is not defined")
             self._action_info.append(actions[name])
 
         self._keys: list[KeyField] = list(info.keys)
@@ -109,7 +110,7 @@ class Table:
         try:
             self._default_result = self._resolve_default(info.default_action)
         except errors.ControlPlaneError as e:
-            raise errors.CompileError(f"table {self.name}: bad default action: {e}") from None
+            raise CompileError(f"table {self.name}: bad default action: {e}") from None
         self._default_call = ActionCall(info.default_action.name, dict(info.default_action.args))
         self._program_default = self._default_call
 

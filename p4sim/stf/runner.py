@@ -34,9 +34,9 @@ import sys
 import traceback
 from typing import Any, Callable, Iterable, Sequence, TextIO
 
-from p4sim.errors import CompileError, P4SimError
-from p4sim.runtime.model import (ActionCall, Exact, FieldMatch, KeyField, Lpm, Optional,
-                                 ProgramInfo, Range, TableEntry, TableInfo, Ternary)
+from p4sim.errors import P4SIM_ERRORS, CompileError
+from p4control.model import (ActionCall, Exact, FieldMatch, KeyField, Lpm, Optional,
+                             ProgramInfo, Range, TableEntry, TableInfo, Ternary)
 import p4sim.stf.parser as P
 from p4sim.stf.parser import StfError, parse_stf_file
 
@@ -139,7 +139,7 @@ class _Runner:
                 if e.line is None:
                     raise self.err(cmd, e.message) from None
                 raise
-            except P4SimError as e:
+            except P4SIM_ERRORS as e:
                 # A control-plane refusal or a run-time error of the program.
                 raise self.err(cmd, f"{type(e).__name__}: {e}") from None
         self.match_outputs()
@@ -552,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CompileError, StfError) as e:
         print(str(e), file=sys.stderr)
         return 2
-    except P4SimError as e:
+    except P4SIM_ERRORS as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception:   # a p4sim bug: show it, but keep the exit-status contract

@@ -262,7 +262,7 @@ def test_serve_bfrt_json_serves_the_compilers_schema_as_compiled(tmp_path) -> No
     installs through them, and a table p4sim only lists answers UNIMPLEMENTED."""
     import grpc
 
-    from p4sim.bfrt.proto import pb
+    from p4control.bfrt.proto import pb
 
     compiled = json.loads(COMPILER_BFRT.read_text())
     proc = ServeProcess([sys.executable, "-m", "p4sim", "serve", str(TNA), "--arch", "tna",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from controller.deadlines import SCALE_ENV, Deadlines
-from p4sim.errors import ControlPlaneError
+from p4control.errors import ControlPlaneError
 
 
 def test_reads_and_batches_get_time_per_entry() -> None:

@@ -8,6 +8,7 @@ from controller.ina_tables import InaTables
 from controller.p4runtime_target import P4RuntimeTarget, P4RuntimeTargetError
 from hostlib.protocol import Flags, InaHeader, build_frame, parse_frame
 from p4sim import Switch
+from p4sim.p4info import build_p4info
 from p4sim.p4runtime.server import P4RuntimeServer
 from p4sim.serve import make_loader
 
@@ -27,7 +28,7 @@ def server():
 def test_plan_installed_over_p4runtime_aggregates(server) -> None:
     srv, address = server
     k = lanes_of("v1model")
-    with P4RuntimeTarget(address, program("v1model")) as target:
+    with P4RuntimeTarget(address) as target:         # names the tables by the switch's P4Info
         t = InaTables(target)
         t.add_node(1, pool_base=0, pool_size=64)
         t.add_job(1)
@@ -50,7 +51,8 @@ def test_plan_installed_over_p4runtime_aggregates(server) -> None:
 def test_pipeline_pushed_over_p4runtime_replaces_the_program(server) -> None:
     srv, address = server
     before = srv.switch
-    with P4RuntimeTarget(address, program("v1model"), push_pipeline=True) as target:
+    prog = program("v1model")
+    with P4RuntimeTarget(address, build_p4info(prog.info), device_config=prog.source.encode()) as target:
         InaTables(target).add_job(3, preemption=True)
     assert srv.switch is not before
     assert [e.action.args for e in srv.switch.table_entries("InaIngress.ina_job")] == [
@@ -59,6 +61,7 @@ def test_pipeline_pushed_over_p4runtime_replaces_the_program(server) -> None:
 
 def test_a_second_controller_with_a_lower_election_id_is_refused(server) -> None:
     _, address = server
-    with P4RuntimeTarget(address, program("v1model"), election_id=(0, 5)):
+    p4info = build_p4info(program("v1model").info)
+    with P4RuntimeTarget(address, p4info, election_id=(0, 5)):
         with pytest.raises(P4RuntimeTargetError, match="not primary"):
-            P4RuntimeTarget(address, program("v1model"), election_id=(0, 2))
+            P4RuntimeTarget(address, p4info, election_id=(0, 2))

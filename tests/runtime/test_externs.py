@@ -1,6 +1,6 @@
 import pytest
 
-from p4sim import errors
+from p4control import errors
 from p4sim.runtime.externs import (GREEN, RED, TNA_COLORS, YELLOW, Counter, Meter, Register)
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from p4sim import errors
+from p4control import errors
 from p4sim.runtime.pre import CloneSession, PacketReplicationEngine
 
 

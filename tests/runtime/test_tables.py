@@ -2,9 +2,10 @@ import random
 
 import pytest
 
-from p4sim import errors
-from p4sim.runtime.model import (ActionCall, ActionInfo, ActionParam, ActionRef, Exact, KeyField,
-                                 Lpm, Optional, Range, TableEntry, TableInfo, Ternary)
+from p4control import errors
+from p4sim.errors import CompileError
+from p4control.model import (ActionCall, ActionInfo, ActionParam, ActionRef, Exact, KeyField,
+                             Lpm, Optional, Range, TableEntry, TableInfo, Ternary)
 from p4sim.runtime.tables import Table
 
 ACTIONS = {
@@ -167,9 +168,9 @@ def test_const_default_action():
 
 
 def test_bad_program_is_a_compile_error():
-    with pytest.raises(errors.CompileError, match="not defined"):
+    with pytest.raises(CompileError, match="not defined"):
         Table(TableInfo("t", EXACT, [ActionRef("ghost")], ActionCall("ghost")), ACTIONS)
-    with pytest.raises(errors.CompileError, match="default action"):
+    with pytest.raises(CompileError, match="default action"):
         make(EXACT, actions=[ActionRef("fwd")], default_action=ActionCall("NoAction"))
 
 

@@ -1,7 +1,9 @@
 """The control-plane view of a loaded program.
 
-The front end fills a :class:`ProgramInfo`; P4Info generation, the P4Runtime server, the STF
-runner and the table runtime all read it. Names are the fully qualified P4 names p4c puts in
+p4sim's front end fills a :class:`ProgramInfo`; P4Info generation, the P4Runtime server, the
+STF runner and the table runtime all read it. A client builds one from what the switch
+describes (:func:`p4control.p4runtime.p4info.program_info_from_p4info`, or
+``controller.bfrt_target.program_info_from_bfrt``). Names are the fully qualified P4 names p4c puts in
 P4Info (``MyIngress.ipv4_lpm``, ``MyIngress.set_nhop``, ``NoAction``), or the ``@name``
 annotation where the program gives one.
 """

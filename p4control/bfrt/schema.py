@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
+import p4control.errors as errors
 
 # bf-rt.json scalar types and their widths in bits ("bytes" carries its own width)
 _TYPE_WIDTH = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "int32": 32, "int64": 64,
@@ -20,6 +20,7 @@ _TYPE_WIDTH = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "int32": 32
 
 MATCH_PRIORITY = "$MATCH_PRIORITY"
 REGISTER_INDEX = "$REGISTER_INDEX"
+MAX_MATCH_PRIORITY = (1 << 24) - 1          # Tofino TCAM priorities are 24 bits
 
 
 def _width(t: dict[str, Any]) -> int:

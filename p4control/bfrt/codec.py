@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import p4sim.errors as errors  # the module, not via the package __init__ (import cycle)
+import p4control.errors as errors
 
 from .proto import pb
 from .schema import DataSpec, KeySpec
@@ -92,9 +92,9 @@ def data_value(spec: DataSpec, f: Any, what: str) -> Any:
 # ---------------------------------------------------------------- key fields
 
 def key_field(spec: KeySpec, match: Any, what: str) -> Any:
-    """A ``KeyField`` from p4sim's match value (``Exact``/``Ternary``/``Lpm``/``Range``/
-    ``Optional`` of :mod:`p4sim.runtime.model`) or a plain int for an exact field."""
-    from p4sim.runtime.model import Exact, Lpm, Optional, Range, Ternary
+    """A ``KeyField`` from a match value (``Exact``/``Ternary``/``Lpm``/``Range``/
+    ``Optional`` of :mod:`p4control.model`) or a plain int for an exact field."""
+    from p4control.model import Exact, Lpm, Optional, Range, Ternary
 
     where = f"{what}: key field {spec.name}"
     k = pb.KeyField(field_id=spec.id)
@@ -125,8 +125,8 @@ def key_field(spec: KeySpec, match: Any, what: str) -> Any:
 
 
 def key_match(spec: KeySpec, k: Any, what: str) -> Any:
-    """p4sim's match value of a ``KeyField`` (None: an Optional field left as wildcard)."""
-    from p4sim.runtime.model import Exact, Lpm, Optional, Range, Ternary
+    """The match value of a ``KeyField`` (None: an Optional field left as wildcard)."""
+    from p4control.model import Exact, Lpm, Optional, Range, Ternary
 
     where = f"{what}: key field {spec.name}"
     kind = k.WhichOneof("match_type")

@@ -4,7 +4,7 @@ If the Tofino SDE's client package ``bfrt_grpc`` is importable, its ``bfruntime_
 (the message names are the same, and one process cannot register ``bfrt_proto.*`` twice).
 Otherwise the bindings are generated from ``bfruntime.proto`` next to this file with
 grpcio-tools' ``protoc`` on first use, into ``_generated/<hash of the .proto>/`` here (or, when
-the package directory is read-only, under ``$XDG_CACHE_HOME/p4sim-bfrt/``), so a fresh checkout
+the package directory is read-only, under ``$XDG_CACHE_HOME/p4control-bfrt/``), so a fresh checkout
 needs no build step and an edited .proto is regenerated.
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
 
 PROTO = Path(__file__).with_name("bfruntime.proto")
-_MODULE_PB = "p4sim_bfrt_generated.bfruntime_pb2"
-_MODULE_GRPC = "p4sim_bfrt_generated.bfruntime_pb2_grpc"
+_MODULE_PB = "p4control_bfrt_generated.bfruntime_pb2"
+_MODULE_GRPC = "p4control_bfrt_generated.bfruntime_pb2_grpc"
 
 
 def _proto_hash() -> str:
@@ -33,7 +33,7 @@ def _proto_hash() -> str:
 def _cache_roots() -> list[Path]:
     roots = [Path(__file__).with_name("_generated")]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    roots.append(Path(base) / "p4sim-bfrt")
+    roots.append(Path(base) / "p4control-bfrt")
     return roots
 
 
@@ -98,10 +98,10 @@ def _generated() -> tuple[ModuleType, ModuleType]:
             errors.append(f"{root}: {e}")
     else:
         raise RuntimeError("cannot generate the BfRuntime bindings: " + "; ".join(errors))
-    if "p4sim_bfrt_generated" not in sys.modules:
-        pkg = ModuleType("p4sim_bfrt_generated")
+    if "p4control_bfrt_generated" not in sys.modules:
+        pkg = ModuleType("p4control_bfrt_generated")
         pkg.__path__ = [str(dest)]
-        sys.modules["p4sim_bfrt_generated"] = pkg
+        sys.modules["p4control_bfrt_generated"] = pkg
     return _load(_MODULE_PB, dest / "bfruntime_pb2.py"), _load(_MODULE_GRPC, dest / "bfruntime_pb2_grpc.py")
 
 

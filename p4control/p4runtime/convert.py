@@ -1,8 +1,8 @@
-"""Conversions between P4Runtime protobuf messages and p4sim's program model.
+"""Conversions between P4Runtime protobuf messages and the program model (:mod:`p4control.model`).
 
-Everything here is pure (no switch access) and raises :mod:`p4sim.errors` control-plane errors
-with the status code the P4Runtime spec prescribes, so that the server can report them per
-update. Byte strings follow the spec's "Bytestrings" section: any length is accepted as long as
+Everything here is pure (no switch access) and raises :mod:`p4control.errors` control-plane
+errors with the status code the P4Runtime spec prescribes, so that p4sim's server can report
+them per update (the controller's client uses the same conversions). Byte strings follow the spec's "Bytestrings" section: any length is accepted as long as
 the value fits the P4Info bitwidth (leading zero bytes are fine), the empty string is rejected
 with OUT_OF_RANGE, and everything the server sends is in canonical (shortest) form.
 """
@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from p4sim.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
-from p4sim.errors import InvalidArgument, OutOfRange, PermissionDenied
-from p4sim.runtime.hashes import pack_fields
-from p4sim.runtime.model import (ActionCall, ActionInfo, ControllerHeader, CounterInfo,
-                                 DigestInfo, Exact, FieldMatch, KeyField, Lpm, MeterInfo,
-                                 Optional, ProgramInfo, Range, RegisterInfo, TableEntry,
-                                 TableInfo, Ternary)
+from p4control.protobuf_env import BACKEND as _PROTOBUF_BACKEND  # noqa: F401  (selects the protobuf backend first)
+from p4control.errors import InvalidArgument, OutOfRange, PermissionDenied
+from p4control.packing import pack_fields
+from p4control.model import (ActionCall, ActionInfo, ControllerHeader, CounterInfo,
+                             DigestInfo, Exact, FieldMatch, KeyField, Lpm, MeterInfo,
+                             Optional, ProgramInfo, Range, RegisterInfo, TableEntry,
+                             TableInfo, Ternary)
 
 from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4data_pb2, p4runtime_pb2  # noqa: E402
