@@ -1,4 +1,6 @@
-"""p4sim's import graph has no cycle, and no p4sim source file is over 1,000 lines.
+"""p4sim's import graph has no cycle, and no p4sim source file is over 1,000 lines; the
+control-plane vocabulary (``p4control``) is a leaf that p4sim and the controller import, and the
+controller stands without p4sim.
 
 The graph is built from the source with ``ast``, not by importing anything:
 every module under ``p4sim/`` is a node; every ``import`` / ``from ... import``
@@ -16,6 +18,11 @@ cycle with ``p4sim/__init__``. Protoc output (``bfrt/_generated``) is left out.
 Imports under an ``if TYPE_CHECKING:`` block are skipped, explicitly: they
 never run, so they cannot create a cycle at import time, and they are the
 sanctioned way to name a type from a module above without depending on it.
+
+The layering rules (``controller/`` never imports ``p4sim``; ``p4control/``
+imports no other package of this repository) count every import, those under
+``TYPE_CHECKING`` too: a package that must install without another may not
+name it even for annotations.
 """
 
 from __future__ import annotations
@@ -23,8 +30,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "p4sim"
+VOCABULARY = ROOT / "p4control"     # the control-plane vocabulary: client and server side
+CONTROLLER = ROOT / "controller"
 MAX_LINES = 1000
 
 
@@ -36,12 +47,41 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _modules() -> dict[str, Path]:
+def _modules(pkg: Path = PKG) -> dict[str, Path]:
     return {
         _module_name(p): p
-        for p in sorted(PKG.rglob("*.py"))
+        for p in sorted(pkg.rglob("*.py"))
         if "_generated" not in p.parts  # protoc output, not ours to shape
     }
+
+
+def _our_packages() -> set[str]:
+    """Top-level Python packages of this repository (a folder with an ``__init__.py``)."""
+    return {p.parent.name for p in ROOT.glob("*/__init__.py")}
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Absolute module names every import in the file names, TYPE_CHECKING ones included
+    (relative imports stay inside the file's own package)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    return names
+
+
+def _importers_of(pkg: Path, forbidden: set[str]) -> dict[str, list[str]]:
+    """File of ``pkg`` → the modules it imports from the top-level packages ``forbidden``."""
+    out = {}
+    for path in sorted(pkg.rglob("*.py")):
+        if "_generated" in path.parts:
+            continue
+        bad = sorted(n for n in _imported_names(path) if n.split(".")[0] in forbidden)
+        if bad:
+            out[str(path.relative_to(ROOT))] = bad
+    return out
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -74,8 +114,8 @@ def _resolve(target: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def build_graph() -> dict[str, set[str]]:
-    modules = _modules()
+def build_graph(pkg: Path = PKG) -> dict[str, set[str]]:
+    modules = _modules(pkg)
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for mod, path in modules.items():
         is_pkg = path.name == "__init__.py"
@@ -153,20 +193,55 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-def test_no_import_cycle():
-    cycles = strongly_connected(build_graph())
+@pytest.mark.parametrize("pkg", [PKG, VOCABULARY], ids=lambda p: p.name)
+def test_no_import_cycle(pkg: Path):
+    cycles = strongly_connected(build_graph(pkg))
     assert not cycles, "import cycles (strongly connected components):\n" + "\n".join(
         "  {" + ", ".join(c) + "}" for c in cycles
     )
 
 
-def test_no_file_over_1000_lines():
+@pytest.mark.parametrize("pkg", [PKG, VOCABULARY], ids=lambda p: p.name)
+def test_no_file_over_1000_lines(pkg: Path):
     big = {
         str(p.relative_to(ROOT)): n
-        for p in _modules().values()
+        for p in _modules(pkg).values()
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not big, f"files over {MAX_LINES} lines: {big}"
+
+
+def test_controller_does_not_import_p4sim():
+    """The controller deploys onto real switches: it must install and run without the simulator."""
+    found = _importers_of(CONTROLLER, {"p4sim"})
+    assert not found, f"controller files importing p4sim: {found}"
+
+
+def test_control_plane_vocabulary_is_a_leaf():
+    """p4control is imported by p4sim (server side) and the controller (client side); it imports
+    nothing of ours, so neither drags the other in."""
+    ours = _our_packages() - {VOCABULARY.name}
+    assert {"p4sim", "controller"} <= ours            # the check sees the packages it guards
+    found = _importers_of(VOCABULARY, ours)
+    assert not found, f"p4control files importing other packages of ours: {found}"
+
+
+def test_both_sides_use_the_vocabulary():
+    """The point of the leaf: the servers and the controller speak it (no second copy)."""
+    assert _importers_of(PKG, {VOCABULARY.name})
+    assert _importers_of(CONTROLLER, {VOCABULARY.name})
+
+
+def test_layering_check_sees_every_import_form(tmp_path):
+    """The rule walker counts plain, from and TYPE_CHECKING imports, not relative ones."""
+    src = tmp_path / "m.py"
+    src.write_text(
+        "import p4sim.errors\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from controller.model import Job\n"
+        "def f():\n    from . import sibling\n    from hostlib import protocol\n"
+    )
+    assert _imported_names(src) == {"p4sim.errors", "typing", "controller.model", "hostlib"}
 
 
 def test_graph_sees_relative_and_nested_imports(tmp_path):

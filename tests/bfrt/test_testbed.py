@@ -139,6 +139,25 @@ def test_an_unreachable_switch_is_reported_and_the_others_are_done(lab, tmp_path
     assert "to insert" in lines["bmv"]
 
 
+def test_a_v1model_switch_named_by_a_p4info_file(lab, tmp_path) -> None:
+    """The controller deploys from a P4Info file as ``p4sim p4info`` (or p4c) writes it, as it does
+    from the P4Info the switch runs; a file that is not one is that switch's one-line error."""
+    p4info = tmp_path / "ina.p4info.txt"
+    r = subprocess.run([sys.executable, "-m", "p4sim", "p4info", str(V1), "-o", str(p4info)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(lab["net"].read_text())
+    doc["switches"][1]["p4info"] = p4info.name                    # relative to the testbed file
+    lab["net"].write_text(json.dumps(doc))
+    r = _controller("deploy", *lab["args"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "to insert" in _lines(r.stdout)["bmv"]
+    p4info.write_text("not a P4Info")
+    r = _controller("status", "--network", str(lab["net"]))
+    assert r.returncode == 1
+    assert f"{p4info}: not a P4Info (text, binary or JSON)" in _lines(r.stdout)["bmv"]
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d["switches"][0].update(arch="psa"), "switches[0].arch: 'psa' is not one of tna, v1model"),
     (lambda d: d["switches"][0]["ports"][0].update(speed="7G"), "switches[0].ports[0].speed: '7G'"),
@@ -148,6 +167,7 @@ def test_an_unreachable_switch_is_reported_and_the_others_are_done(lab, tmp_path
     (lambda d: d["links"][0].update(b="nowhere"), "links[0]: unknown switch 'nowhere'"),
     (lambda d: d["switches"][1].update(switch_id=1), "switches[1].switch_id: 1 is also the id of switch 'tof1'"),
     (lambda d: d.update(extra=1), "$: unknown field 'extra'"),
+    (lambda d: d["switches"][0].update(p4info="x.txt"), "switches[0].p4info: only for v1model switches"),
 ])
 def test_bad_testbed_files_are_one_line_errors(change, message) -> None:
     doc = _testbed("127.0.0.1:1", "127.0.0.1:2")
