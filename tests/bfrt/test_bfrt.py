@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.bfrt_target import BfRtTarget, BfRtTargetError
+from controller.bfrt_target import BfRtProgram, BfRtTarget, BfRtTargetError
 from controller.ina_tables import InaTables
 from hostlib.protocol import Flags, InaHeader, build_frame, parse_frame
 from p4sim import Switch, load_program
@@ -304,3 +304,23 @@ def test_serve_refuses_a_bfrt_json_that_is_not_the_programs(tmp_path, edit, mess
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [r.stderr.strip()]       # one line
     assert r.stderr.startswith(f"p4sim serve: error: --bfrt-json {path}: ") and message in r.stderr
+
+
+def test_a_pushed_program_is_loaded_and_bound_under_its_name() -> None:
+    """BfRtTarget loads a program given as bf-rt.json + profile binary (p4sim compiles it above
+    the controller), then binds it: the switch is replaced and its registers are named."""
+    from p4sim.bfrt.bfrt_json import pipeline_name, program_bfrt_info
+
+    prog = load_program(str(PAIRS), arch="tna")
+    srv = BfRtServer(Switch(prog))
+    port = srv.start("127.0.0.1:0")
+    try:
+        before = srv.switch
+        pipe = pipeline_name(prog.source)
+        push = BfRtProgram("pairs2", program_bfrt_info(prog.info, pipe), pipe, prog.source.encode())
+        with BfRtTarget(f"127.0.0.1:{port}", push_program=push) as target:
+            assert target.p4_name == "pairs2"
+            assert sorted(target.info.registers) == ["pipe.Ig.pairs"]
+        assert srv.switch is not before
+    finally:
+        srv.stop()
