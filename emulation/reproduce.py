@@ -221,8 +221,8 @@ def esa_reason(rows: Sequence[Mapping[str, Any]], setting: str, base: str) -> st
     busy = [str(r.get("link_busy", "")) for r in rows if r["setting"] == setting and r["scheme"] == base]
     if busy and busy[0]:
         share, _, link = busy[0].partition(" ")
-        parts.append(f"every job crossed {link}, {share} busy in {base}'s run: a link into the PSes' rack, not "
-                     f"aggregator memory, set the pace")
+        parts.append(f"the busiest link, {link}, was {share} busy in {base}'s run: the links, not aggregator "
+                     f"memory, set the pace")
     total = lambda scheme, key: sum(per_run(rows, setting, scheme, key)) / max(1, len(per_run(rows, setting, scheme, key)))  # noqa: E731
     parts.append(f"PS ingress per job ESA {total('esa', 'ps_rx_mb'):.2f} MB vs {base} {total(base, 'ps_rx_mb'):.2f} MB; "
                  f"in-network fraction ESA {value(rows, setting, 'esa', 'ina_fraction'):.2f} vs {base} "
@@ -252,7 +252,8 @@ def reduction_claim(rows: Sequence[Mapping[str, Any]], setting: str, scheme: str
         f"{value(rows, setting, scheme, 'ideal_round_s'):.2f} s); in-network fraction {scheme} "
         f"{value(rows, setting, scheme, 'ina_fraction'):.2f} vs {base} {value(rows, setting, base, 'ina_fraction'):.2f}")
     return Claim(f"{scheme.upper()} {what} below {base.upper()}'s ({setting})", paper,
-                 f"{red:.0%} lower ({a:.3g} vs {b:.3g})", described, agrees, reason)
+                 (f"{red:.0%} lower" if red >= 0 else f"{-red:.0%} higher") + f" ({a:.3g} vs {b:.3g})",
+                 described, agrees, reason)
 
 
 def gain_claim(rows: Sequence[Mapping[str, Any]], setting: str, scheme: str, base: str, paper: str,
