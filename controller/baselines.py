@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from .esa_priority import eq1_priority
 from .model import Job, Plan, Topology, submodel_key, task_key
 from .schemes import register
 
@@ -332,13 +333,14 @@ def esa_priorities(jobs: list[Job]) -> dict[str, dict[str, float]]:
     """ESA §5.4 Eq. 1 per sub-model: P_j(l) = 1/T_j * L_j/l * Comm_j/Comp_j, with l the 1-based
     sub-model (layer) index, L_j the number of sub-models, T_j the remaining time
     (``job.meta["remaining_time"]``, default 1) and Comm_j/Comp_j (``job.meta["comm_comp_ratio"]``,
-    default 1). ESA recomputes it as jobs progress (T_j shrinks): call it again per round."""
+    default 1): what the planner knows up front. The formula is controller.esa_priority's; the
+    emulated workers re-evaluate it each round on what they measured (its JobProgress)."""
     prio: dict[str, dict[str, float]] = {}
     for j in jobs:
         t = float(j.meta.get("remaining_time", 1.0))
         cc = float(j.meta.get("comm_comp_ratio", 1.0))
         n = len(j.submodels)
-        prio[j.name] = {s.name: (1.0 / t) * (n / (l + 1)) * cc for l, s in enumerate(j.submodels)}
+        prio[j.name] = {s.name: eq1_priority(l + 1, n, t, cc) for l, s in enumerate(j.submodels)}
     return prio
 
 
