@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import signal
 import sys
 import time
@@ -27,6 +28,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from controller.esa_priority import JobProgress
 from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import encode_fragments, fragment_layout
 from hostlib.ps import JobConfig, ParameterServer
@@ -133,6 +135,34 @@ def round_labels(labels: Sequence[FragmentLabel], priorities: Sequence[Sequence[
     return out
 
 
+def measured_labels(labels: Sequence[FragmentLabel], progress: JobProgress | None,
+                    unit: float = 1.0) -> list[FragmentLabel]:
+    """ESA: the labels with the priorities Eq. 1 gives from what this worker measured of its
+    job so far (``progress``; sub-model i is layer i + 1), as bytes of P × ``unit`` (the
+    planner's, common to all jobs); without ``progress`` the labels stay."""
+    if progress is None:
+        return list(labels)
+    return [replace(lab, priority=b) for lab, b in zip(labels, progress.priority_bytes(len(labels), unit))]
+
+
+def job_progress(esa: dict[str, Any] | None) -> JobProgress | None:
+    """The worker's measurements for ESA's Eq. 1 from its config's ``esa`` entry (rounds,
+    priors for round 0), or None where the scheme is not ESA."""
+    if not esa:
+        return None
+    return JobProgress(comm_prior=float(esa["comm_prior"]), comp_prior=float(esa["comp_prior"]),
+                       rounds_total=esa.get("rounds"))
+
+
+def compute_seconds(compute: float, jitter: float, seed: int, rnd: int) -> float:
+    """A worker's computation (forward and backward pass) before round ``rnd``'s gradients:
+    the job's ``compute`` seconds plus a U(0, ``jitter``) delay of its own, seeded (ESA §7.2.1's
+    per-worker send jitter: workers of one job arrive at the switch at different times)."""
+    if jitter <= 0:
+        return compute
+    return compute + random.Random(seed * 7919 + rnd).uniform(0.0, jitter)
+
+
 def _round_over(cfg: dict[str, Any], participants: Sequence[int], rnd: int) -> bool:
     """Whether every participant of round ``rnd`` has logged it in its progress file."""
     for w in participants:
@@ -181,6 +211,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     unchecked: list[tuple[dict[str, Any], dict[str, Any], int, np.ndarray]] = []   # (record, part, round, result)
     timeout = cfg.get("timeout", 300.0)
     joined = cfg.get("participants")              # GOAT-Async: who takes part in each round
+    progress = [job_progress(p.get("esa")) for p in parts]     # ESA: Eq. 1's inputs, measured
     try:
         t0 = _wait_go(cfg)
         time.sleep(cfg.get("start_delay", 0.0))
@@ -202,16 +233,28 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 if not finished:
                     break
                 continue
-            for p, wk in zip(parts, workers):
-                wk.labels = dict(enumerate(round_labels([FragmentLabel(*lab) for lab in p["labels"]],
-                                                        p.get("priorities"), rnd, p.get("round_fan_in"))))
+            comp = compute_seconds(cfg.get("compute", 0.0), cfg.get("jitter", 0.0), parts[0]["seed"], rnd)
+            if comp > 0:
+                t = time.time()          # computing; still answering the PS about the last round
+                if workers[0].round >= 0:
+                    run_udp(agent, tr, comp, stop=lambda: time.time() - t >= comp)
+                time.sleep(max(0.0, comp - (time.time() - t)))
+            for p, wk, prog in zip(parts, workers, progress):
+                wk.labels = dict(enumerate(measured_labels(round_labels(
+                    [FragmentLabel(*lab) for lab in p["labels"]], p.get("priorities"), rnd, p.get("round_fan_in")),
+                    prog, (p.get("esa") or {}).get("unit", 1.0))))
                 sizes = p["submodel_sizes"]
                 wk.push(gradient(round_seeds([p["seed"]], rnd)[0], sum(sizes)), sizes, round=rnd)
             t = time.time()
             finished = run_udp(agent, tr, timeout)
-            for p, rec, wk in zip(parts, records, workers):
+            comm = time.time() - t
+            for p, rec, wk, prog in zip(parts, records, workers, progress):
                 st = wk.stats
-                rec.append({"round": rnd, "seconds": time.time() - t, "done": bool(finished and wk.done()),
+                if prog is not None:
+                    prog.record(comp, comm)
+                rec.append({"round": rnd, "seconds": comm, "compute_seconds": comp,
+                            "priorities": [wk.labels[g].priority for g in sorted(wk.labels)],
+                            "done": bool(finished and wk.done()),
                             "exact": False, "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent,
                             "results": st.results, "duplicate_results": st.duplicate_results,
                             "queries_answered": st.queries_answered, "overflowed": len(st.overflowed),

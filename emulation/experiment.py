@@ -53,6 +53,7 @@ class JobSpec:
     mb: float
     rounds: int
     start: float = 0.0          # seconds after the experiment's start
+    compute: float = 0.0        # each worker's computation (forward + backward pass) per round, s
 
 
 def place_jobs(topo: Topology, specs: list[JobSpec], workers: int, *, submodels: int = 4,

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from controller.deploy import (DEFAULT_POOL, PART_JOB_ID_STRIDE, Deployment, FabricDeployment, deploy_jobs,
                                esa_priority_schedule, ina_fraction)
+from controller.esa_priority import JobProgress, priority_unit
 from controller.goat import async_epochs
 from controller.model import Job, Plan, Topology, submodel_key
 from controller.schemes import available
@@ -121,10 +122,15 @@ def _link_counters(net: EmuNet) -> dict[tuple[str, str], tuple[int, int]]:
 def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: list[list[int]],
                    timeout: float, rto: dict[str, float] | None, rounds: Mapping[int, int],
                    starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]],
-                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None) -> dict[str, tuple[str, dict]]:
+                   lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None,
+                   compute: Mapping[int, float] | None = None, jitter: float = 0.0,
+                   esa: Mapping[int, dict[str, Any]] | None = None) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
-    worker's packets carry then counts that round's participants at its node."""
+    worker's packets carry then counts that round's participants at its node. ``compute``: job →
+    its workers' computation per round (s), each worker adding its own U(0, ``jitter``);
+    ``esa``: job → the inputs its workers need to evaluate ESA's Eq. 1 on what they measure
+    (emulation.agents.job_progress)."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
@@ -132,8 +138,9 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
         prio = priorities.get(dep.job_id)
+        slowest = timeout + max((compute or {}).values(), default=0.0) + jitter
         ps = cfgs.setdefault(dep.ps, ("ps", dict(common, host=dep.ps, ip=a[dep.ps].ip, mac=a[dep.ps].mac, jobs={},
-                                                 timeout=timeout * most + max(starts.values()) + 60)))[1]
+                                                 timeout=slowest * most + max(starts.values()) + 60)))[1]
         ps["jobs"][str(dep.job_id)] = {
             "workers": {str(w): list(v) for w, v in cfg.workers.items()},
             "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
@@ -148,13 +155,15 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                         submodel_sizes=list(dep.submodel_sizes), seed=seeds[k][i], all_seeds=seeds[k],
                         priorities=None if prio is None else [list(row) for row in prio],
                         round_fan_in=None if joined is None else
-                        [list(row) for row in round_fan_ins(dep, w, joined)])
+                        [list(row) for row in round_fan_ins(dep, w, joined)],
+                        esa=(esa or {}).get(dep.job_id))
             host = dict(common, host=w, ip=a[w].ip, mac=a[w].mac, window=window, rounds=rounds[dep.job_id],
-                        start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part])
+                        start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part],
+                        compute=(compute or {}).get(dep.job_id, 0.0), jitter=jitter)
             if w in cfgs:
                 # another PS's part of the same job (InArt's split): one agent, one Worker per part
                 other = cfgs[w][1]
-                if cfgs[w][0] != "worker" or any(other[f] != host[f] for f in ("rounds", "start_delay")) \
+                if cfgs[w][0] != "worker" or any(other[f] != host[f] for f in ("rounds", "start_delay", "compute")) \
                         or joined is not None or other["participants"] is not None:
                     raise ValueError(f"host {w} would run two agents: jobs must use distinct hosts")
                 other["parts"].append(part)
@@ -189,7 +198,8 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
              seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
              participants: Mapping[int, list[list[int]]] | None = None,
-             progress: Callable[[int], None] | None = None) -> list[RoundResult]:
+             progress: Callable[[int], None] | None = None, compute: Mapping[int, float] | None = None,
+             jitter: float = 0.0, esa: Mapping[int, dict[str, Any]] | None = None) -> list[RoundResult]:
     """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
     running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
     bounds each round). ``progress(n)`` is called as rounds complete (n: newly completed
@@ -202,7 +212,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
     cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
                           starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
-                          lanes=net.lanes, participants=participants)
+                          lanes=net.lanes, participants=participants, compute=compute, jitter=jitter, esa=esa)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"
@@ -224,7 +234,8 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     t0 = time.time() + 0.3
     (workdir / "go").write_text(f"{t0}\n")
     # workers finish their rounds, then linger to answer the PS until every one is done
-    deadline = time.time() + 0.3 + max(starts.values(), default=0.0) + timeout * max(rounds.values()) + 30
+    per_round = timeout + max((compute or {}).values(), default=0.0) + jitter
+    deadline = time.time() + 0.3 + max(starts.values(), default=0.0) + per_round * max(rounds.values()) + 30
     reported = 0
     while time.time() < deadline and not all((workdir / f"{w}.done").exists() or procs[w].poll() is not None
                                              for w in workers):
@@ -350,10 +361,12 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
                rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
-               prepared: PreparedScheme | None = None) -> SchemeRun:
+               prepared: PreparedScheme | None = None, jitter: float = 0.0) -> SchemeRun:
     """Plan ``scheme`` for ``jobs`` (or take ``prepared``: :func:`prepare_scheme`'s, at any
     bandwidth scale), build a fresh Mininet net, install over P4Runtime and run every job's
-    rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting)."""
+    rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting);
+    each worker computes its spec's ``compute`` seconds per round plus U(0, ``jitter``). ESA's
+    workers evaluate Eq. 1 each round on what they measured (:func:`esa_inputs`)."""
     if prepared is None:
         prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed, pool=pool,
                                   switch=switch, log=log)
@@ -374,8 +387,11 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         spec = {d.job_id: spec_of(specs, d.job_id) for d in fd.jobs}     # parts of a job: its spec
         results = run_jobs(net, fd, workdir / scheme, rounds={i: sp.rounds for i, sp in spec.items()},
                            window=window, seed=seed, timeout=timeout, rto=rto,
-                           starts={i: sp.start for i, sp in spec.items()}, priorities=prio,
-                           participants=joined, progress=progress)
+                           starts={i: sp.start for i, sp in spec.items()},
+                           priorities={} if scheme == "esa" else prio,
+                           participants=joined, progress=progress,
+                           compute={i: sp.compute for i, sp in spec.items()}, jitter=jitter,
+                           esa=esa_inputs(fd, spec, bounds, jitter) if scheme == "esa" else None)
     finally:
         net.stop()
     dropped = net.impairment_drops()
@@ -391,6 +407,22 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
         log(f"[{scheme}] the switches dropped {dropped} frames; the workers resent {resent} fragments"
             + (f" ({resent / dropped:.2f} resends per dropped frame)" if dropped else ""))
     return SchemeRun(scheme, results, fd, entries, net.lanes, bounds, dropped)
+
+
+def esa_inputs(fd: FabricDeployment, specs: Mapping[int, JobSpec], bounds: Mapping[int, LinkBound],
+               jitter: float = 0.0) -> dict[int, dict[str, Any]]:
+    """job id → what its workers need to evaluate ESA's Eq. 1 themselves (emulation.agents):
+    the rounds the job runs (so T_j is rounds left × the round time they measure); for round 0,
+    before anything is measured, the plan's link-rate ideal as the communication time and the
+    job's compute time (with half the jitter) as the computation time; and the byte's unit,
+    one for all jobs: the highest P any job is expected to reach (its front layer in its last
+    round, on the priors) maps to 254."""
+    inputs = {d.job_id: {"rounds": specs[d.job_id].rounds, "comm_prior": bounds[d.job_id].seconds,
+                         "comp_prior": specs[d.job_id].compute + jitter / 2} for d in fd.jobs}
+    top = max(JobProgress(v["comm_prior"], v["comp_prior"], v["rounds"]).last_round_priority(len(d.submodel_sizes))
+              for d, v in zip(fd.jobs, inputs.values()))
+    unit = priority_unit(top)
+    return {j: {**v, "unit": unit} for j, v in inputs.items()}
 
 
 def spec_of(specs: list[JobSpec], job_id: int) -> JobSpec:
@@ -569,12 +601,16 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
         host_link = host_link_round_seconds(dep.submodel_sizes, link_mbps, run.lanes)
         bound = run.bounds[res.job]
         mean = res.completion / n_rounds
+        # the workers' computation per round (the slowest worker's), outside the link-rate ideal
+        compute = sum(max(w["rounds"][r].get("compute_seconds", 0.0) for w in res.workers)
+                      for r in range(len(res.per_round()))) / n_rounds
         busy = res.busiest_link_seconds / res.wall_seconds if res.wall_seconds else 0.0
         rows.append({
             "scheme": run.scheme, "job": res.job, "workers": len(res.workers), "mb": spec.mb, "loss": loss,
             "start_s": spec.start, "rounds": len(res.per_round()), "jct_s": round(res.completion, 3),
             "mean_round_s": round(mean, 3), "ideal_round_s": round(bound.seconds, 4),
-            "ratio_to_ideal": round(mean / bound.seconds, 2), "busiest_link": bound.link,
+            "compute_s": round(compute, 3),
+            "ratio_to_ideal": round((mean - compute) / bound.seconds, 2), "busiest_link": bound.link,
             "host_link_s": round(host_link, 4), "ratio_to_host_link": round(mean / host_link, 2),
             "link_busy": f"{res.busiest_link_seconds / res.wall_seconds:.0%} {res.busiest_link}" if res.wall_seconds else "",
             "busy_share": round(busy, 3),
@@ -721,7 +757,11 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
         raise ValueError(f"--hosts-per-edge {args.hosts_per_edge}: must be at least 1")
     topo = build_topology(args.topology, k=args.k, hosts_per_edge=args.hosts_per_edge,
                           programmable=args.programmable, seed=args.seed)
-    specs = [JobSpec(mbs[k % len(mbs)], args.rounds, k * args.stagger) for k in range(args.jobs)]
+    computes = parse_list(args.compute, float, "--compute")
+    if any(c < 0 for c in computes) or args.jitter < 0:
+        raise ValueError(f"--compute {args.compute}, --jitter {args.jitter}: must not be negative")
+    specs = [JobSpec(mbs[k % len(mbs)], args.rounds, k * args.stagger, computes[k % len(computes)])
+             for k in range(args.jobs)]
     if args.switch_mb is not None and args.switch_mb <= 0:
         raise ValueError(f"--switch-mb {args.switch_mb}: must be positive")
     if args.ps_per_job < 1:
@@ -821,7 +861,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             shown = bar.n
             run = run_scheme(topo, jobs, specs, scheme, loss=args.loss, workdir=out / "runs", bw_scale=bw_scale,
                              timeout=args.timeout, rto=rto, log=tqdm.write, progress=bar.update,
-                             prepared=prepared[scheme], **runs_with)  # type: ignore[arg-type]
+                             prepared=prepared[scheme], jitter=args.jitter, **runs_with)  # type: ignore[arg-type]
             bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
             runs.append(run)
             new = summarise(run, specs, args.loss, link_mbps)
@@ -864,6 +904,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mb", default="2", help="gradient size per worker in MB (fp32); a comma list gives each "
                                               "job its own (cycled), e.g. 0.25,0.5")
     ap.add_argument("--stagger", type=float, default=0.0, help="job k starts k × this many seconds late")
+    ap.add_argument("--compute", default="0", metavar="S[,S...]",
+                    help="each worker's computation per round in seconds, before it sends the round's gradients "
+                         "(a comma list gives each job its own, cycled; default 0)")
+    ap.add_argument("--jitter", type=float, default=0.0, metavar="S",
+                    help="each worker adds its own U(0, S) seconds to its computation every round, so a job's "
+                         "workers reach the switch at different times (ESA §7.2.1; default 0)")
     ap.add_argument("--ps-per-job", type=int, default=1,
                     help="parameter servers per job (InArt: the plan splits each model over them; "
                          "each PS's part runs as job id + 1000·k in the results)")
