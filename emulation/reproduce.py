@@ -4,7 +4,8 @@
 
 For each paper the comparison it headlines, scaled to this machine (settings below, stated in
 the output): ESA vs ATP vs SwitchML average JCT with 2, 3 and 4 contending jobs of different
-sizes and a small aggregator pool (ESA §7.1.3, §7.2.2); GOAT vs ATP PS ingress, in-network
+sizes contending for a small aggregator pool on two programmable leaves, each worker
+computing 0.5 s a round plus its own jitter (ESA §7.1.3, §7.2.1-7.2.2); GOAT vs ATP PS ingress, in-network
 fraction and round time (GOAT Exp#2, Exp#3); ARO vs its routing baselines RANDOM, GRID and
 AggTree (ARO §IV-B); InArt (model split over two PSes) vs ATP and LBMM (InArt §5.3.2). Every
 setting runs through emulation.run's own functions (plan, deploy, Mininet, agents, summary);
@@ -28,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
-from .calibrate import machine
+from .calibrate import BUSY_LINK_BOUND, machine
 from .experiment import JobSpec, build_topology, bw_scale_for, place_jobs
 from .net import mininet_unavailable_reason
 from .plots import mean_sd, num
@@ -49,24 +50,36 @@ class Setting:
     mb: tuple[float, ...] = (0.25,)    # per job, cycled
     rounds: int = 2
     stagger: float = 0.0
+    compute: tuple[float, ...] = (0.0,)    # each worker's computation per round (s), per job, cycled
+    jitter: float = 0.0                # each worker adds U(0, jitter) s to it every round
     pool: int = 32                     # aggregators per switch (small: jobs contend)
     switch_mb: float | None = None
     topology: str = "fattree"
     hosts_per_edge: int | None = 4
+    k: int = 4                         # fat-tree arity / leaf-spine size
+    programmable: float = 0.2          # share of the switches that are programmable
     ps_per_job: int = 1                # for the schemes that split a model over PSes (InArt)
     window: int = 8
 
     def specs(self) -> list[JobSpec]:
-        return [JobSpec(self.mb[k % len(self.mb)], self.rounds, k * self.stagger) for k in range(self.jobs)]
+        return [JobSpec(self.mb[k % len(self.mb)], self.rounds, k * self.stagger,
+                        self.compute[k % len(self.compute)]) for k in range(self.jobs)]
+
+    def topology_built(self, seed: int = 0):
+        return build_topology(self.topology, k=self.k, hosts_per_edge=self.hosts_per_edge,
+                              programmable=self.programmable, seed=seed)
 
     def describe(self) -> str:
         sizes = ",".join(f"{m:g}" for m in self.mb[:self.jobs]) if len(self.mb) > 1 else f"{self.mb[0]:g}"
-        text = (f"{self.topology} k=4, {self.jobs} job(s) × {self.workers} workers, {sizes} MB, {self.rounds} rounds, "
+        text = (f"{self.topology} k={self.k}{' all programmable' if self.programmable >= 1 else ''}, {self.jobs} job(s) × {self.workers} workers, {sizes} MB, {self.rounds} rounds, "
                 f"pool {self.pool}")
         if self.switch_mb is not None:
             text += f", switch {self.switch_mb:g} MB"
         if self.stagger:
             text += f", job k starts k×{self.stagger:g} s late"
+        if any(self.compute) or self.jitter:
+            comp = ",".join(f"{c:g}" for c in self.compute)
+            text += f", compute {comp} s + U(0,{self.jitter:g}) s per worker and round"
         if self.ps_per_job > 1:
             text += f", {'/'.join(s for s in self.schemes if s in MULTI_PS)} with {self.ps_per_job} PSes per job"
         return text
@@ -79,8 +92,13 @@ def settings(quick: bool = False) -> list[Setting]:
     """The comparisons' settings; ``quick``: ESA at 3 jobs only, one baseline each for ARO and
     InArt, fewer rounds."""
     rounds = 2 if quick else 3
-    esa = [Setting(f"{n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.1, 0.3, 0.2, 0.4), rounds=rounds,
-                   pool=8, switch_mb=0.3) for n in ((3,) if quick else (2, 3, 4))]
+    # ESA §7.2.1 scaled: every worker and PS under two programmable leaves (the switches all
+    # programmable), a pool of 8 aggregators the jobs contend for, jobs of different sizes,
+    # each worker computing 0.5 s a round plus its own U(0, 0.5 s) jitter, so a job's workers
+    # reach the switch at different times and early arrivals hold aggregators for late ones
+    esa = [Setting(f"{n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.1, 0.3, 0.2, 0.4), rounds=3,
+                   pool=8, switch_mb=0.3, topology="leaf-spine", k=2, hosts_per_edge=10, programmable=1.0,
+                   compute=(0.5,), jitter=0.5) for n in ((3,) if quick else (2, 3, 4))]
     goat = [Setting("GOAT fat-tree", "goat", ("goat", "atp"), jobs=1, workers=6, mb=(0.5,), rounds=rounds,
                     pool=256)]
     if not quick:
@@ -108,7 +126,7 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
     specs = setting.specs()
 
     def placed(scheme: str):
-        topo = build_topology(setting.topology, k=4, hosts_per_edge=setting.hosts_per_edge, seed=seed)
+        topo = setting.topology_built(seed)
         ps = setting.ps_per_job if scheme in MULTI_PS else 1
         jobs = place_jobs(topo, specs, setting.workers, ps_per_job=ps,
                           switch_bytes=None if setting.switch_mb is None else int(setting.switch_mb * 1e6))
@@ -128,7 +146,8 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
     for scheme in setting.schemes:
         topo, jobs = placed(scheme)
         done = run_scheme(topo, jobs, specs, scheme, loss=0.0, workdir=out / "runs", bw_scale=bw_scale_for(topo, rate),
-                          timeout=300.0, rto=RTO, log=log, progress=progress, **common)  # type: ignore[arg-type]
+                          timeout=300.0, rto=RTO, log=log, progress=progress, jitter=setting.jitter,
+                          **common)  # type: ignore[arg-type]
         tag = {"comparison": setting.comparison, "setting": setting.name, "run": run, "link_mbps": rate}
         results += [{**tag, **r} for r in summarise(done, specs, 0.0, rate)]
         rounds += [{**tag, **r} for r in round_rows([done])]
@@ -218,11 +237,20 @@ def esa_reason(rows: Sequence[Mapping[str, Any]], setting: str, base: str) -> st
     """What the runs measured that bounds ESA's gain over ``base``: the link that paced the run,
     the bytes that reached the PSes, preemptions, resends, and jobs the plan left without a switch."""
     parts = []
-    busy = [str(r.get("link_busy", "")) for r in rows if r["setting"] == setting and r["scheme"] == base]
-    if busy and busy[0]:
-        share, _, link = busy[0].partition(" ")
-        parts.append(f"the busiest link, {link}, was {share} busy in {base}'s run: the links, not aggregator "
-                     f"memory, set the pace")
+    busy = [(str(r.get("link_busy", "")), num(r.get("busy_share", math.nan))) for r in rows
+            if r["setting"] == setting and r["scheme"] == base]
+    if busy and busy[0][0]:
+        share, _, link = busy[0][0].partition(" ")
+        parts.append(f"the busiest link, {link}, was {share} busy in {base}'s run: "
+                     + ("the links, not aggregator memory, set the pace" if busy[0][1] >= BUSY_LINK_BOUND else
+                        "not the limit (the workers' computation and the contention for aggregators are)"))
+    counted = all("worker_fragments" in r and "workers" in r for r in rows)      # older runs.csv lack them
+    tasks = value(rows, setting, "esa", "worker_fragments") / max(1.0, value(rows, setting, "esa", "workers")) \
+        if counted else 0.0
+    pre = value(rows, setting, "esa", "preemptions")
+    if tasks and pre:
+        parts.append(f"ESA preempted {pre / tasks:.2f} times per aggregation task"
+                     + (" (more than once: tasks swap each other out, the aggregators thrash)" if pre > tasks else ""))
     total = lambda scheme, key: sum(per_run(rows, setting, scheme, key)) / max(1, len(per_run(rows, setting, scheme, key)))  # noqa: E731
     parts.append(f"PS ingress per job ESA {total('esa', 'ps_rx_mb'):.2f} MB vs {base} {total(base, 'ps_rx_mb'):.2f} MB; "
                  f"in-network fraction ESA {value(rows, setting, 'esa', 'ina_fraction'):.2f} vs {base} "
@@ -445,7 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "and a PNG per comparison (esa.png, goat.png, aro.png, inart.png).",
         epilog="about 35-45 minutes on a 2-core Xeon; --quick about 10-15 minutes")
     ap.add_argument("--quick", action="store_true",
-                    help="ESA at 3 jobs only, GOAT on the fat-tree only, ARO vs RANDOM, InArt vs ATP; 2 rounds, 1 run")
+                    help="ESA at 3 jobs only, GOAT on the fat-tree only, ARO vs RANDOM, InArt vs ATP; 2 rounds "
+                         "(ESA 3: its priorities follow the rounds left), 1 run")
     ap.add_argument("--runs", type=int, default=None, help="repetitions of every setting (default 2; --quick 1)")
     ap.add_argument("--only", default="", help="comma list of comparisons to run: esa, goat, aro, inart (default all)")
     ap.add_argument("--link-mbps", default="auto", metavar="MBPS|auto",

@@ -65,6 +65,30 @@ def test_claims_from_rows():
     assert any(k.startswith("INART communication time below ATP") for k in found)
 
 
+def test_esa_reason_names_a_link_that_did_not_pace_the_run_and_preemptions_per_task():
+    """Memory-bound rows: the busiest link half busy, 60 fragments per worker and 90 preemptions
+    per job: 1.5 per aggregation task, more than once, so the reason says the aggregators thrash."""
+    extra = dict(link_busy="50% leaf2→spine1", busy_share=0.5, workers=4, worker_fragments=240)
+    rows = ([_row("esa", "3 jobs", "esa", j, 0, jct_s=5.0, preemptions=90, **extra) for j in (1, 2, 3)]
+            + [_row("esa", "3 jobs", "atp", j, 0, jct_s=4.5, **extra) for j in (1, 2, 3)])
+    atp = next(c for c in claims(rows, {}) if c.claim.startswith("ESA avg JCT better than ATP"))
+    assert atp.agrees == "no"
+    assert "was 50% busy in atp's run: not the limit" in atp.reason
+    assert "1.50 times per aggregation task (more than once" in atp.reason
+    busy = [{**r, "busy_share": 0.96} for r in rows]
+    assert "the links, not aggregator memory, set the pace" in next(
+        c for c in claims(busy, {}) if c.claim.startswith("ESA avg JCT better than ATP")).reason
+
+
+def test_esa_setting_is_memory_bound_with_computing_workers():
+    esa = next(s for s in settings() if s.comparison == "esa" and s.jobs == 3)
+    topo = esa.topology_built()
+    assert len(topo.programmable_switches()) == len(topo.switches())
+    assert all(sp.compute == 0.5 for sp in esa.specs()) and esa.jitter > 0
+    assert "all programmable" in esa.describe() and "compute 0.5 s + U(0,0.5) s" in esa.describe()
+    assert 4 * (esa.workers + 1) <= len(topo.hosts())                  # room for the 4-job setting
+
+
 def test_write_claims_and_plots(tmp_path):
     found = [Claim("ESA avg JCT better than ATP", "up to 1.35x", "1.02x", "3 jobs", "direction only",
                    "ATP already runs at 1.05x its ideal")]
