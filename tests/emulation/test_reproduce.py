@@ -84,7 +84,7 @@ def test_esa_setting_is_memory_bound_with_computing_workers():
     esa = next(s for s in settings() if s.comparison == "esa" and s.jobs == 3)
     topo = esa.topology_built()
     assert len(topo.programmable_switches()) == len(topo.switches())
-    assert all(sp.compute == 0.5 for sp in esa.specs()) and esa.jitter > 0
+    assert all(sp.compute == 0.5 for sp in esa.specs()) and esa.jitter > 0 and esa.link_mbps == 20.0
     assert "all programmable" in esa.describe() and "compute 0.5 s + U(0,0.5) s" in esa.describe()
     assert 4 * (esa.workers + 1) <= len(topo.hosts())                  # room for the 4-job setting
 
