@@ -124,12 +124,13 @@ class InProcessResult:
 
 def run_rounds(topo: Topology, dep: Deployment, *, rounds: int = 1, loss: float = 0.0, seed: int = 0,
                lanes: int = 64, window: int = 8, hop_latency: float = 10e-6, until: float = 60.0,
-               rto: RtoEstimator | None = None, max_events: int = 5_000_000) -> InProcessResult:
+               rto: RtoEstimator | None = None, max_events: int = 5_000_000,
+               link_mbps: float | None = None) -> InProcessResult:
     """Run ``rounds`` rounds of ``dep``'s job with every switch port dropping ``loss`` of the
     frames it sends (host links included, as the Mininet experiment's switch drop rate)."""
     fd = FabricDeployment(dep.scheme, [dep], dep.ops, {})
     return run_jobs(topo, fd, rounds={dep.job_id: rounds}, loss=loss, seed=seed, lanes=lanes, window=window,
-                    hop_latency=hop_latency, until=until, rto=rto, max_events=max_events)[0]
+                    hop_latency=hop_latency, until=until, rto=rto, max_events=max_events, link_mbps=link_mbps)[0]
 
 
 def job_seeds(seed: int, position: int, workers: int) -> list[int]:
@@ -142,12 +143,14 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
              rto: RtoEstimator | None = None, max_events: int = 5_000_000,
              starts: Mapping[int, float] | None = None,
              priorities: Mapping[int, Sequence[Sequence[int]]] | None = None,
-             members: Mapping[int, Sequence[int]] | None = None) -> list[InProcessResult]:
+             members: Mapping[int, Sequence[int]] | None = None,
+             link_mbps: float | None = None) -> list[InProcessResult]:
     """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
     ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
     host serve their jobs together. ``members[j]``: the worker ids of job ``j`` that run (default
     all; the deployment's fan-ins and PS config must expect just those, as GOAT-Async's round
-    labels do), an empty list leaving the job idle. One result per job, in ``fd.jobs`` order."""
+    labels do), an empty list leaving the job idle. ``link_mbps``: every link's rate (default
+    unlimited: latency only). One result per job, in ``fd.jobs`` order."""
     fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
     agents: dict[str, Any] = {}
@@ -186,7 +189,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     everyone = [t for ts in trainers for t in ts]
     report = run_on_fabric(fabric, agents, until, hop_latency=hop_latency, loss=drops, seed=seed,
                            stop=lambda: all(t.done for t in everyone) and all(p.done() for p in pses.values()),
-                           max_events=max_events)
+                           max_events=max_events, link_bps=link_mbps * 1e6 if link_mbps else None)
     out = []
     for k, dep in enumerate(fd.jobs):
         ts = trainers[k]

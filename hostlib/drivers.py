@@ -56,11 +56,15 @@ class SimReport:
 def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop_latency: float = 10e-6,
                   loss: Mapping[tuple[str, str], float] | None = None,
                   duplicate: Mapping[tuple[str, str], float] | None = None, seed: int = 0,
-                  stop: Callable[[], bool] | None = None, max_events: int = 1_000_000) -> SimReport:
+                  stop: Callable[[], bool] | None = None, max_events: int = 1_000_000,
+                  link_bps: float | None = None) -> SimReport:
     """Run ``agents`` (host name → agent) on ``fabric`` until simulated time ``until``, until
     ``stop()`` is true, or until no frame is in flight and no agent has a deadline.
 
     Every link, host links included, takes ``hop_latency``; switches process in zero time.
+    ``link_bps``: every link direction also serializes its frames at this rate, first in first
+    out (unbounded queues), so a busy link delays what follows it, as a real one does; None:
+    links of unlimited rate.
     ``report.link_bytes`` counts what each link carried per direction and job (duplicates
     included, drops not): the traffic the agents put on every link, whatever the clock.
     ``loss[(a, b)]`` is the probability a frame sent from node a (host or switch name) to its
@@ -87,11 +91,15 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
         key = (src, dst, int.from_bytes(frame[job_at:job_at + 2], "big") if len(frame) >= job_at + 2 else -1)
         link_bytes[key] = link_bytes.get(key, 0) + len(frame)
 
+    free_at: dict[tuple[str, str], float] = {}   # when each link direction is next idle (link_bps)
+
     def hop(src: str, dst: str, t: float, kind: str, data: tuple) -> None:
         p = loss.get((src, dst), 0.0)
         if p and rng.random() < p:
             report.lost += 1
             return
+        if link_bps:
+            t = free_at[(src, dst)] = max(t, free_at.get((src, dst), 0.0)) + 8 * len(data[-1]) / link_bps
         push(t + hop_latency, kind, data)
         carried(src, dst, data[-1])
         p = duplicate.get((src, dst), 0.0)

@@ -53,7 +53,7 @@ import numpy as np
 from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
                        InaHeader, ProtocolError, build_frame, frame_fields, frame_lanes, frame_prefix, frame_records,
                        pack_header)
-from .rto import RtoEstimator
+from .rto import RETRY_MIN, RtoEstimator
 
 Key = tuple[int, int, int, int]     # (job, round, sub-model, fragment)
 
@@ -114,7 +114,10 @@ class _Entry:
     resend: dict[int, np.ndarray] = field(default_factory=dict)
     overflow: bool = False
     attempts: int = 0              # timeouts so far
-    reminded: bool = False         # the immediate reminder a first RESEND triggers was sent
+    reminded: bool = False         # a RESEND arrived: the deadline was brought forward to the grace
+    grace: bool = False            # the deadline is that grace (the first recovery), not a timeout
+    first_resend: float = -1.0     # when the first RESEND arrived (-1: none yet)
+    recovered_at: float = -1.0     # when the last recovery was sent (-1: never)
     result: np.ndarray | None = None
     slot: int = -1                 # in on_frames: its place among the batch's completions
     seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
@@ -178,6 +181,12 @@ class ParameterServer:
         self.ip, self.mac, self.gateway_mac, self.lanes = ip, mac, gateway_mac, lanes
         self.jobs = dict(jobs)
         self.timeout = timeout or RtoEstimator()
+        # how long after an entry's first RESEND the other workers' resends complete it (sampled
+        # where they did so unasked): the grace before the PS queries anyone. Before a sample,
+        # a quarter of the timeout's floor: the workers see a lost first copy within a round
+        # trip of each other, and the floor is many round trips
+        self.resend_spread = RtoEstimator(initial=self.timeout.minimum / 4, minimum=RETRY_MIN,
+                                          maximum=self.timeout.maximum)
         self.stats = PsStats()
         self._entries: dict[Key, _Entry] = {}        # (job, round, sub-model, fragment)
         # the incomplete ones, in creation order: timers only ever concern these, and a round's
@@ -314,9 +323,12 @@ class ParameterServer:
         out = []
         for key, e in list(self._open.items()):
             if e.deadline <= now:
-                e.attempts += 1
-                out += self._recover(key, e, self.jobs[key[0]])
-                e.timeout = self.timeout.backoff(e.timeout)
+                out += self._recover(key, e, self.jobs[key[0]], now)
+                if e.grace:               # the grace after a first RESEND: no timeout yet
+                    e.grace = False
+                else:
+                    e.attempts += 1
+                    e.timeout = self.timeout.backoff(e.timeout)
                 e.deadline = now + e.timeout
         return out
 
@@ -343,14 +355,25 @@ class ParameterServer:
             # the worker lost the result (or the PS's copy of it): serve it again
             self.stats.results_resent += 1
             return [self._result_frame(key, e, worker, job)]
+        again = worker in e.resend
         e.resend.setdefault(worker, lanes.astype(np.int64))   # copies are identical
+        if e.first_resend < 0:
+            e.first_resend = now
         out = self._maybe_complete(key, e, job, now, job.round_mask(key[1]))
-        if e.result is None and not e.reminded:
-            # ESA §5.3: a worker timed out, so a partial may be stuck waiting for its lost copy
-            # (case 1) or the others may hold a result it lost (case 2); act now rather than
-            # after the PS's own timeout
-            e.reminded = True
-            out += self._recover(key, e, job)
+        if e.result is not None:
+            return out
+        grace = self.resend_spread.rto
+        if not e.reminded:
+            # ESA §5.3: a worker saw this fragment lost, so a partial may be stuck waiting for a
+            # lost first copy (case 1) or the others may hold a result it lost (case 2). In
+            # case 1 every worker saw the gap and their resends are on their way; recover
+            # (remind the nodes, query who is still missing) after the grace they usually take,
+            # rather than query everyone at once or wait for the PS's own timeout
+            e.reminded = e.grace = True
+            e.deadline = min(e.deadline, now + grace)
+        elif again and not e.grace and now - e.recovered_at >= grace:
+            # a worker resending again still waits: the last recovery or its answers were lost
+            out += self._recover(key, e, job, now)
         return out
 
     def _on_result_copy(self, key: Key, e: _Entry, job: JobConfig, worker: int, flags: int,
@@ -365,14 +388,19 @@ class ParameterServer:
         self._open.pop(key, None)
         self.stats.completed += 1
         payload = self._result_payload(key, e, job)
-        out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1]) if w != worker]
+        # to the workers known to lack it: those that resent (or answered a query with their
+        # contribution). The others got the switch's result or will answer their query with a
+        # RESEND, which is answered with the result
+        out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])
+               if w != worker and w in e.resend]
         self.stats.results_sent += len(out)
         return out
 
-    def _recover(self, key: Key, e: _Entry, job: JobConfig) -> list[bytes]:
+    def _recover(self, key: Key, e: _Entry, job: JobConfig, now: float) -> list[bytes]:
         """Remind the aggregation nodes (drain a stuck partial) and query the workers whose
         contribution is missing (they answer with the result if they hold it, else their
         contribution)."""
+        e.recovered_at = now
         missing = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
         return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
 
@@ -404,6 +432,8 @@ class ParameterServer:
         self.stats.completed += 1
         if e.attempts == 0 and not e.resend:
             self.timeout.sample(now - e.created)
+        elif e.recovered_at < 0 and e.first_resend >= 0:
+            self.resend_spread.sample(now - e.first_resend)     # resends completed it unasked
         payload = self._result_payload(key, e, job)
         out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
         self.stats.results_sent += len(out)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+RETRY_MIN = 1e-4       # s: a retry never comes sooner than this after the last try
+
+
 @dataclass
 class RtoEstimator:
     """RFC 6298 smoothed RTT / variance; ``rto`` never drops below ``minimum``.
@@ -31,6 +34,13 @@ class RtoEstimator:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
+
+    def retry_backoff(self, current: float) -> float:
+        """The next wait of an item retried after ``current``: doubled, up to the floor
+        ``minimum``. Losses here are random drops: an unlucky item tries again soon rather than
+        after seconds (a first copy's round trip, and so ``rto``, grows with every peer's
+        recovery when a result waits for all of them)."""
+        return min(self.minimum, 2.0 * current)
 
     def backoff(self, current: float) -> float:
         """Exponential backoff of one item's timeout, capped at ``max_backoff`` RTOs and at

@@ -27,7 +27,7 @@ from .agent import each_frame
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
                        ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
                        frame_fields, frame_lanes, frame_prefix, header_array, send_order)
-from .rto import RtoEstimator
+from .rto import RETRY_MIN, RtoEstimator
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,11 @@ class Worker:
         self.native = native
         self._native: object | None = None     # its NativeWorker, once run_udp made one
         self.rto = rto or RtoEstimator()
+        # resend → result times (Karn's ambiguity accepted: an early answer only makes retries
+        # sooner, and a retry is one small exchange): how long a retransmitted fragment waits
+        # before it is tried again, at most the RTO floor. Not the RTO itself: a first copy's
+        # round trip waits for every peer (and their recoveries), a retry does not
+        self.resend_rtt = RtoEstimator(initial=self.rto.minimum, minimum=RETRY_MIN, maximum=self.rto.minimum)
         self.stats = WorkerStats()
         self._cur: _Round | None = None
         self._done = bytearray()    # 1 per fragment with a result (bytearray: fast scalar access)
@@ -174,7 +179,14 @@ class Worker:
         self._pending: dict[int, float] = {}
         self._first_sent: list[float] = []
         self._timeout: list[float] = []
+        self._resent_at: list[float] = []     # when each fragment was last retransmitted
+        # each sub-model's round trip (its own node and path): smoothed RTT (-1: no sample yet)
+        # and variance, for RACK's window, which must not mistake a longer path for a loss
+        self._path_srtt: list[float] = []
+        self._path_rttvar: list[float] = []
         self._retransmitted = bytearray()      # Karn: no RTT sample from these
+        # pending fragments already retransmitted: being recovered, they hold no window slot
+        self._recovering = 0
         self._later_results: list[int] = []    # results of later fragments since it was sent ("dupACKs")
         self._newest_answered = -1.0           # latest send time among fragments with a result
         self._base = 0          # first fragment without a result: the window's left edge
@@ -230,8 +242,11 @@ class Worker:
         self._n_done = 0
         n = len(self._cur)
         self._pending.clear()
-        self._first_sent, self._timeout = [0.0] * n, [0.0] * n
+        self._first_sent, self._timeout, self._resent_at = [0.0] * n, [0.0] * n, [0.0] * n
         self._retransmitted, self._later_results = bytearray(n), [0] * n
+        self._recovering = 0
+        if len(self._path_srtt) != len(sizes):       # same sub-models, same paths: keep what we learnt
+            self._path_srtt, self._path_rttvar = [-1.0] * len(sizes), [0.0] * len(sizes)
         self._newest_answered = -1.0
         self._base = self._next = 0
         self._started = False
@@ -331,15 +346,25 @@ class Worker:
                     pending[idx] = now + timeout[idx]     # no evidence yet: wait another RTO
                     continue
                 probed = probed or sent[idx] >= answered
-                self._retransmitted[idx] = 1
-                timeout[idx] = self.rto.backoff(timeout[idx])
+                if not self._retransmitted[idx]:
+                    self._retransmitted[idx] = 1
+                    self._recovering += 1
+                    timeout[idx] = self.retry_wait()
+                else:
+                    timeout[idx] = self.rto.retry_backoff(timeout[idx])
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
+                self._resent_at[idx] = now
                 self.stats.resent += 1
                 out.append(self._resend(self._cur, idx))
-        return out
+        return out + self._fill(now) if out else out
 
     def next_deadline(self) -> float | None:
         return min(self._pending.values()) if self._pending else None
+
+    def retry_wait(self) -> float:
+        """How long a fragment just retransmitted waits for its result before the next try:
+        the resends' measured round trip, the RTO floor until one was measured."""
+        return self.resend_rtt.rto if self.resend_rtt.srtt is not None else self.rto.minimum
 
     # ------------------------------------------------------------------ internals
     def _on_result(self, idx: int, flags: int, frame: bytes, off: int, now: float) -> list[bytes]:
@@ -355,37 +380,80 @@ class Worker:
         if flags & _OVERFLOW:
             self.stats.overflowed.add(idx)
         pending, retransmitted = self._pending, self._retransmitted
-        if pending.pop(idx, None) is not None and not retransmitted[idx]:   # Karn: skip ambiguous samples
-            self.rto.sample(now - self._first_sent[idx])
+        if pending.pop(idx, None) is not None:
+            if not retransmitted[idx]:
+                rtt = now - self._first_sent[idx]               # Karn: skip ambiguous samples
+                self.rto.sample(rtt)
+                self._path_sample(r.sub[idx], rtt)
+            else:
+                self._recovering -= 1
+                self.resend_rtt.sample(now - self._resent_at[idx])
         if self._first_sent[idx] > self._newest_answered:
             self._newest_answered = self._first_sent[idx]
         out = []
-        sub, later = r.sub, self._later_results
+        sub, later, first_sent, timeout = r.sub, self._later_results, self._first_sent, self._timeout
+        retry = self.retry_wait()
         for earlier in pending:
             if earlier >= idx:
                 break                     # keys ascend: no earlier fragment is left
-            # fast retransmit: results of later fragments of the same sub-model (same path, so
-            # in order) overtook this one: it was probably lost
-            if not retransmitted[earlier] and sub[earlier] == sub[idx]:
+            if retransmitted[earlier]:
+                continue
+            if sub[earlier] == sub[idx]:
+                # fast retransmit: results of later fragments of the same sub-model (same path,
+                # so in order) overtook this one: it was probably lost
                 later[earlier] += 1
                 if later[earlier] >= FAST_RETRANSMIT_AFTER:
                     retransmitted[earlier] = 1
-                    pending[earlier] = now + self._timeout[earlier]
+                    self._recovering += 1
+                    timeout[earlier] = retry
+                    pending[earlier] = now + retry
+                    self._resent_at[earlier] = now
                     self.stats.resent += 1
                     self.stats.fast_resent += 1
                     out.append(self._resend(r, earlier))
+            else:
+                # a later fragment of another sub-model (another path) has its result: this one
+                # is lost unless its answer comes within its own path's round trip (RACK: the
+                # paths differ, so by time, not by order); the timer resends it then
+                rack = self._rack_window(sub[earlier])
+                if rack is not None and first_sent[earlier] + rack < pending[earlier]:
+                    pending[earlier] = first_sent[earlier] + rack
         done, n = self._done, len(self._done)
         while self._base < n and done[self._base]:
             self._base += 1
         return out + self._fill(now)
 
+    def _path_sample(self, sub: int, rtt: float) -> None:
+        """RFC 6298's update of sub-model ``sub``'s round trip."""
+        srtt = self._path_srtt[sub]
+        if srtt < 0:
+            self._path_srtt[sub], self._path_rttvar[sub] = rtt, rtt / 2.0
+        else:
+            self._path_rttvar[sub] = 0.75 * self._path_rttvar[sub] + 0.25 * abs(srtt - rtt)
+            self._path_srtt[sub] = 0.875 * srtt + 0.125 * rtt
+
+    def _rack_window(self, sub: int) -> float | None:
+        """How long a fragment of ``sub`` waits for its result once a later-sent one has its
+        own: twice its path's srtt + 4 rttvar, without the RTO floor (the floor keeps a busy
+        machine's delay from passing for loss when nothing else says so; here something
+        does), at most the floor. None before the path's first sample. Twice: queues on the
+        links a path shares come and go, and one srtt + 4 rttvar resent 4 % of a lossless
+        GOAT round's fragments in benchmarks/bench_loss.py, twice none."""
+        srtt = self._path_srtt[sub]
+        if srtt < 0:
+            return None
+        return max(RETRY_MIN, min(self.rto.minimum, 2.0 * srtt + 4.0 * self._path_rttvar[sub]))
+
     def _fill(self, now: float) -> list[bytes]:
-        """Send never-sent fragments while fewer than ``window`` await a result, up to
-        ``base + reach``."""
+        """Send never-sent fragments while fewer than ``window`` first copies await a result,
+        up to ``base + reach``. Retransmitted fragments do not count: once one is declared lost
+        its recovery (PS, queries) takes longer than a round trip, and holding a slot for it
+        shrank the window by the share of fragments being recovered (TCP's "pipe" likewise
+        leaves out segments marked lost)."""
         r, pending = self._cur, self._pending
         if r is None:
             return []
-        room, stop = self.window - len(pending), min(len(r), self._base + self.reach)
+        room, stop = self.window - len(pending) + self._recovering, min(len(r), self._base + self.reach)
         if room <= 0 or self._next >= stop:
             return []
         done, start = self._done, self._next

@@ -135,9 +135,10 @@ class Rto(ctypes.Structure):
 class WorkerState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("n", "lanes", "frame_len", "window", "reach", "nsubs", "job", "round")]
                 + [(n, _ptr) for n in ("wire", "sub", "first", "count", "pos", "done", "results", "retx", "first_sent",
-                                       "timeout", "deadline", "pend", "later")]
-                + [(n, _i64) for n in ("base", "next", "n_done", "n_pending")]
-                + [("newest_answered", _dbl), ("rto", Rto)]
+                                       "timeout", "deadline", "pend", "later", "resent_at", "path_srtt",
+                                       "path_rttvar")]
+                + [(n, _i64) for n in ("base", "next", "n_done", "n_pending", "n_recovering")]
+                + [("newest_answered", _dbl), ("rto", Rto), ("resend_rtt", Rto)]
                 + [(n, _i64) for n in ("sent", "resent", "fast_resent", "results_n", "duplicate_results", "out_n",
                                        "out_cap", "scratch_used")]
                 + [("out", ctypes.POINTER(ctypes.c_void_p)), ("scratch", _ptr)])
@@ -308,6 +309,8 @@ class NativeWorker:
         cap = max(1024, 4 * min(wk.window, n) + 64)
         self.first_sent, self.timeout, self.deadline = np.zeros(n), np.zeros(n), np.zeros(n)
         self.pend, self.later = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32)
+        self.resent_at = np.zeros(n)
+        self.path_srtt, self.path_rttvar = np.zeros(len(r.count)), np.zeros(len(r.count))
         self.out = (ctypes.c_void_p * cap)()
         self.scratch = np.zeros(cap * max(r.frame_len, 1), dtype=np.uint8)
         self._keep = [counts, first, sub, pos, wire]
@@ -316,7 +319,8 @@ class NativeWorker:
         st.wire, st.sub, st.first, st.count, st.pos = _addr(wire), _addr(sub), _addr(first), _addr(counts), _addr(pos)
         st.done, st.results, st.retx = _addr(wk._done), _addr(r.results), _addr(wk._retransmitted)
         st.first_sent, st.timeout, st.deadline = _addr(self.first_sent), _addr(self.timeout), _addr(self.deadline)
-        st.pend, st.later = _addr(self.pend), _addr(self.later)
+        st.pend, st.later, st.resent_at = _addr(self.pend), _addr(self.later), _addr(self.resent_at)
+        st.path_srtt, st.path_rttvar = _addr(self.path_srtt), _addr(self.path_rttvar)
         st.out_cap, st.out_n, st.scratch_used = cap, 0, 0
         st.out = ctypes.cast(self.out, ctypes.POINTER(ctypes.c_void_p))
         st.scratch = _addr(self.scratch)
@@ -343,10 +347,14 @@ class NativeWorker:
         self.first_sent[a:b] = wk._first_sent[a:b]
         self.timeout[a:b] = wk._timeout[a:b]
         self.later[a:b] = wk._later_results[a:b]
+        self.resent_at[a:b] = wk._resent_at[a:b]
+        self.path_srtt[:], self.path_rttvar[:] = wk._path_srtt, wk._path_rttvar
         st.base, st.next, st.n_done, st.n_pending = a, b, wk._n_done, len(wk._pending)
+        st.n_recovering = wk._recovering
         st.newest_answered = wk._newest_answered
         st.window, st.reach = wk.window, wk.reach
         _rto_to_c(wk.rto, st.rto)
+        _rto_to_c(wk.resend_rtt, st.resend_rtt)
         s = wk.stats
         st.sent, st.resent, st.fast_resent, st.results_n, st.duplicate_results = (
             s.sent, s.resent, s.fast_resent, s.results, s.duplicate_results)
@@ -361,11 +369,14 @@ class NativeWorker:
         wk._first_sent[a:b] = self.first_sent[a:b].tolist()
         wk._timeout[a:b] = self.timeout[a:b].tolist()
         wk._later_results[a:b] = self.later[a:b].tolist()
+        wk._resent_at[a:b] = self.resent_at[a:b].tolist()
+        wk._path_srtt, wk._path_rttvar = self.path_srtt.tolist(), self.path_rttvar.tolist()
         idx = np.flatnonzero(self.pend[st.base:b]) + st.base
         wk._pending = dict(zip(idx.tolist(), self.deadline[idx].tolist()))   # ascending: send order
-        wk._base, wk._next, wk._n_done = st.base, st.next, st.n_done
+        wk._base, wk._next, wk._n_done, wk._recovering = st.base, st.next, st.n_done, st.n_recovering
         wk._newest_answered = st.newest_answered
         _rto_from_c(st.rto, wk.rto)
+        _rto_from_c(st.resend_rtt, wk.resend_rtt)
         s = wk.stats
         s.sent, s.resent, s.fast_resent, s.results, s.duplicate_results = (
             st.sent, st.resent, st.fast_resent, st.results_n, st.duplicate_results)

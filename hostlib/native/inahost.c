@@ -71,6 +71,8 @@ static double rto_value(const Rto *r) {
     return v < r->maximum ? v : r->maximum;
 }
 
+#define RETRY_MIN 1e-4      /* rto.RETRY_MIN */
+
 static void rto_sample(Rto *r, double rtt) {
     if (!r->has_srtt) {
         r->srtt = rtt; r->rttvar = rtt / 2.0; r->has_srtt = 1;
@@ -158,10 +160,12 @@ typedef struct {
     double *first_sent, *timeout, *deadline;
     uint8_t *pend;
     int32_t *later;
+    double *resent_at;          /* when each fragment was last retransmitted */
+    double *path_srtt, *path_rttvar;   /* per sub-model (its path): RFC 6298, srtt < 0: no sample */
     /* state, mirrored from/to the Worker around hand-offs */
-    int64_t base, next, n_done, n_pending;
+    int64_t base, next, n_done, n_pending, n_recovering;   /* recovering: pending and retransmitted */
     double newest_answered;
-    Rto rto;
+    Rto rto, resend_rtt;
     int64_t sent, resent, fast_resent, results_n, duplicate_results;
     /* output: frame pointers (into wire or scratch) */
     int64_t out_n, out_cap, scratch_used;
@@ -184,7 +188,7 @@ static void w_resend(Worker *w, int64_t idx) {
 
 /* Worker._fill */
 void ina_worker_fill(Worker *w, double now) {
-    int64_t room = w->window - w->n_pending;
+    int64_t room = w->window - (w->n_pending - w->n_recovering);   /* first copies in flight */
     int64_t stop = w->base + w->reach < w->n ? w->base + w->reach : w->n;
     if (room <= 0 || w->next >= stop) return;
     double t = rto_value(&w->rto);
@@ -221,19 +225,45 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     if (w->pend[idx]) {
         w->pend[idx] = 0;
         w->n_pending--;
-        if (!w->retx[idx]) rto_sample(&w->rto, now - w->first_sent[idx]);   /* Karn */
+        if (!w->retx[idx]) {                                             /* Karn */
+            double rtt = now - w->first_sent[idx];
+            int32_t p = w->sub[idx];
+            rto_sample(&w->rto, rtt);
+            if (w->path_srtt[p] < 0) { w->path_srtt[p] = rtt; w->path_rttvar[p] = rtt / 2.0; }
+            else {
+                w->path_rttvar[p] = 0.75 * w->path_rttvar[p] + 0.25 * fabs(w->path_srtt[p] - rtt);
+                w->path_srtt[p] = 0.875 * w->path_srtt[p] + 0.125 * rtt;
+            }
+        } else {
+            w->n_recovering--;
+            rto_sample(&w->resend_rtt, now - w->resent_at[idx]);
+        }
     }
     if (w->first_sent[idx] > w->newest_answered) w->newest_answered = w->first_sent[idx];
     int32_t s = w->sub[idx];
+    /* Worker.retry_wait and the RACK window */
+    double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
     for (int64_t e = w->base; e < idx; e++) {
-        /* fast retransmit: later results of the same sub-model overtook a pending fragment */
-        if (!w->pend[e] || w->retx[e] || w->sub[e] != s) continue;
-        if (++w->later[e] >= FAST_RETRANSMIT_AFTER) {
-            w->retx[e] = 1;
-            w->deadline[e] = now + w->timeout[e];
-            w->resent++;
-            w->fast_resent++;
-            w_resend(w, e);
+        if (!w->pend[e] || w->retx[e]) continue;
+        if (w->sub[e] == s) {
+            /* fast retransmit: later results of the same sub-model overtook a pending fragment */
+            if (++w->later[e] >= FAST_RETRANSMIT_AFTER) {
+                w->retx[e] = 1;
+                w->n_recovering++;
+                w->timeout[e] = retry;
+                w->deadline[e] = now + retry;
+                w->resent_at[e] = now;
+                w->resent++;
+                w->fast_resent++;
+                w_resend(w, e);
+            }
+        } else if (w->path_srtt[w->sub[e]] >= 0) {
+            /* RACK: another path's later result; Worker._rack_window */
+            int32_t p = w->sub[e];
+            double rack = 2.0 * w->path_srtt[p] + 4.0 * w->path_rttvar[p];
+            if (rack > w->rto.minimum) rack = w->rto.minimum;
+            if (rack < RETRY_MIN) rack = RETRY_MIN;
+            if (w->first_sent[e] + rack < w->deadline[e]) w->deadline[e] = w->first_sent[e] + rack;
         }
     }
     while (w->base < w->n && w->done[w->base]) w->base++;

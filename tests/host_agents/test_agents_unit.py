@@ -37,11 +37,12 @@ def test_worker_window_labels_and_sliding() -> None:
     assert out[1].dst_ip == PS_IP and out[1].src_ip == WIP[1]
     assert np.array_equal(out[1].lanes, (np.arange(K, 2 * K) / 4.0 * 65536).astype(np.int32))
     # selective repeat: any result frees a slot, the base need not move; fragment 1's result
-    # overtaking 0's (one path) fast-retransmits 0
+    # overtaking 0's (one path) fast-retransmits 0, which then holds no slot while recovered
     nxt = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)]
-    assert [(h.fragment_id, h.flags) for h in nxt] == [(0, Flags.RESEND), (3, Flags(0))]
-    nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002)]
-    assert nxt == [4]
+    assert [(h.fragment_id, h.flags) for h in nxt] == [(0, Flags.RESEND), (3, Flags(0)), (4, Flags(0))]
+    assert wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002) == []          # 2, 3, 4 fill the window
+    nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 2, np.full(K, 5)), 0.003)]
+    assert nxt == [5]
     assert np.array_equal(wk.result_fixed()[:2 * K], np.r_[np.full(K, 3), np.full(K, 7)])
 
 
@@ -75,25 +76,37 @@ def test_worker_duplicate_and_foreign_results_are_harmless() -> None:
     assert np.allclose(wk.result(), np.r_[np.full(K, 3), np.full(K, -2)] / 65536)
 
 
-def test_worker_timeout_probes_once_per_firing_with_backoff() -> None:
+def test_worker_timeout_probes_once_per_firing_then_retries_within_the_floor() -> None:
     """A whole window expiring together is what a stalled peer looks like: one probe per
-    timer firing (the oldest), the others re-armed for another RTO without backoff."""
-    wk = _worker(n_frags=2)
+    timer firing (the oldest), the others re-armed for another RTO. A resent fragment is
+    tried again a round trip later (no sample yet: the RTO floor), doubling up to the floor."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+    wk.push(np.zeros(2 * K))
     wk.start(0.0)
     assert wk.next_deadline() == 0.01
     assert wk.on_timer(0.005) == []
     frames = [parse_frame(f, K) for f in wk.on_timer(0.01)]
     assert [p.header.fragment_id for p in frames] == [0]
     assert all(p.header.flags == Flags.RESEND and p.header.node_id == 0 and p.dst_ip == PS_IP for p in frames)
-    assert wk.next_deadline() == 0.01 + 0.01                                 # fragment 1, re-armed
+    assert wk.next_deadline() == 0.01 + 0.004                                # fragment 0's retry
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.014)] == [0]
+    assert wk.next_deadline() == pytest.approx(0.018)                        # min(floor, 2 x 0.004)
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.0181)] == [0]
+    assert wk.next_deadline() == pytest.approx(0.02)                         # fragment 1, re-armed at 0.01
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.02)] == [1]   # its own probe
-    assert wk.next_deadline() == 0.01 + 0.02                                 # fragment 0: doubled
-    wk.on_timer(0.03)                                          # fragment 0 again (0.02 → 0.04)
-    wk.on_timer(0.07)                                          # fragment 0 (capped), 1 re-armed
-    assert wk.next_deadline() == pytest.approx(0.07 + 0.02)
-    wk.on_timer(0.0901)                                        # fragment 1's probe
-    assert wk.next_deadline() == pytest.approx(0.07 + 0.04)                  # capped at 4 RTOs
-    assert wk.stats.resent == 5
+    assert wk.stats.resent == 4
+
+
+def test_resend_round_trips_set_the_retry_wait() -> None:
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+    wk.push(np.zeros(2 * K))
+    wk.start(0.0)
+    wk.on_timer(0.01)                                         # fragment 0 resent
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.0105)           # answered 0.5 ms later
+    assert wk.resend_rtt.srtt == pytest.approx(0.0005)
+    assert wk.retry_wait() == pytest.approx(0.0005 + 4 * 0.00025)
 
 
 def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -> None:
@@ -164,9 +177,12 @@ def _results(frames: list[bytes]) -> dict[str, np.ndarray]:
 
 def test_ps_resend_racing_a_switch_partial_counts_each_worker_once() -> None:
     ps = _ps()
-    # w0 timed out and resent while the switch still held {0, 1}; the resend makes the PS remind
-    # the nodes and query the other workers at once (ESA §5.3 cases 1 and 2)
-    out = [parse_frame(f, K).header for f in ps.on_frame(_contrib(0b0001, Flags.RESEND), 0.0)]
+    # w0 timed out and resent while the switch still held {0, 1}; the others' resends do not
+    # follow within the grace, so the PS reminds the nodes and queries the other workers then
+    # (ESA §5.3 cases 1 and 2)
+    assert ps.on_frame(_contrib(0b0001, Flags.RESEND), 0.0) == []
+    assert ps.next_deadline() == 0.001 / 4                           # the grace: no sample yet
+    out = [parse_frame(f, K).header for f in ps.on_timer(0.001 / 4)]
     assert {h.node_id for h in out if h.worker_id == 255} == {1, 2}
     assert sorted(h.worker_id for h in out if h.node_id == 0) == [1, 2, 3]
     assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.001) == []   # the drain
@@ -194,8 +210,10 @@ def test_ps_completed_by_resends_reminds_once_and_ignores_late_drains() -> None:
     res = _results(out)
     assert len(res) == 4 and all(np.array_equal(r, TOTAL) for r in res.values())
     reminders = [parse_frame(f, K) for f in out if parse_frame(f, K).header.flags == Flags.REMINDER]
-    assert sum(p.header.node_id != 0 for p in reminders) == 4   # 2 nodes at the first resend, 2 to clean up
-    assert sum(p.header.node_id == 0 for p in reminders) == 3   # queries for w1..w3 at the first resend
+    # every worker resent within the grace: no query, only the 2 nodes reminded to clean up
+    assert sum(p.header.node_id != 0 for p in reminders) == 2
+    assert sum(p.header.node_id == 0 for p in reminders) == 0
+    assert ps.resend_spread.srtt == pytest.approx(0.003)      # first resend -> complete, unasked
     assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.01) == []
     assert ps.stats.received["late"] == 1
     assert np.array_equal(ps.result(5, 0, 0), TOTAL)
@@ -235,17 +253,20 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
 
 
 def test_ps_passes_on_a_result_copy_a_worker_answered_with() -> None:
-    """ESA §5.3 case 2: w2 lost the switch's multicast result; the PS queries the others, and
-    the first that holds the result answers with it; the PS sends it to everyone else."""
+    """ESA §5.3 case 2: w2 lost the switch's multicast result; after the grace the PS queries
+    the others, and the first that holds the result answers with it; the PS passes it on to
+    the workers known to lack it (w2, which resent; a worker that lacks it too answers its
+    query with a RESEND and gets it then)."""
     ps = _ps()
-    out = [parse_frame(f, K).header for f in ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0)]
+    assert ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0) == []
+    out = [parse_frame(f, K).header for f in ps.on_timer(0.001 / 4)]
     assert sorted(h.worker_id for h in out if h.node_id == 0) == [0, 1, 3]
     copy = InaHeader(5, 0, 0, 0, 1, 4, 1, 0, 0b0010, Flags.RESULT | Flags.RESEND)
-    res = _results(ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), 0.001))
-    assert sorted(res) == [WIP[0], WIP[2], WIP[3]] and all(np.array_equal(r, TOTAL) for r in res.values())
+    res = _results(ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), 0.011))
+    assert sorted(res) == [WIP[2]] and all(np.array_equal(r, TOTAL) for r in res.values())
     assert ps.done() and ps.stats.received["result_copy"] == 1
     assert ps.on_frame(build_frame(copy.with_(worker_id=3, bitmap=0b1000), TOTAL.astype(np.int32),
-                                   src_ip=WIP[3], dst_ip=PS_IP), 0.002) == []        # second copy: late
+                                   src_ip=WIP[3], dst_ip=PS_IP), 0.012) == []        # second copy: late
     assert ps.stats.received["late"] == 1
 
 
