@@ -147,6 +147,9 @@ _RESULT, _COLLISION, _PREEMPTED = int(Flags.RESULT), int(Flags.COLLISION), int(F
 _REMINDER, _RESEND, _OVERFLOW = int(Flags.REMINDER), int(Flags.RESEND), int(Flags.OVERFLOW)
 
 
+_FIRST_COPIES = ("plain", "partial", "collision")     # first copies in their workers' send order
+
+
 def _kind(flags: int, count: int) -> str:
     if flags & _RESEND:
         return "result_copy" if flags & _RESULT else "resend"
@@ -317,7 +320,10 @@ class ParameterServer:
             e.net_sum += lanes
         e.net_bitmap |= bitmap
         e.overflow |= bool(flags & _OVERFLOW)
-        return self._maybe_complete(key, e, job, now, mask)
+        out = self._maybe_complete(key, e, job, now, mask)
+        if kind in _FIRST_COPIES:
+            self._gap(job_id, rnd, sub, frag, bitmap, now)
+        return out
 
     def on_timer(self, now: float) -> list[bytes]:
         out = []
@@ -326,9 +332,12 @@ class ParameterServer:
                 out += self._recover(key, e, self.jobs[key[0]], now)
                 if e.grace:               # the grace after a first RESEND: no timeout yet
                     e.grace = False
+                    e.timeout = 2.0 * self.resend_spread.rto
                 else:
                     e.attempts += 1
-                    e.timeout = self.timeout.backoff(e.timeout)
+                    # recovery again a doubled wait later, up to the floor: what it sends or gets
+                    # back is lost at random, not to congestion (no timeout of seconds)
+                    e.timeout = self.timeout.retry_backoff(e.timeout)
                 e.deadline = now + e.timeout
         return out
 
@@ -403,6 +412,17 @@ class ParameterServer:
         e.recovered_at = now
         missing = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
         return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
+
+    def _gap(self, job_id: int, rnd: int, sub: int, frag: int, bitmap: int, now: float) -> None:
+        """A first copy of ``frag`` carried ``bitmap``. Each worker's fragments of a sub-model
+        take one FIFO path to the PS (or to the switch whose partial comes here), so if the
+        entry of the fragment before it is still open and lacks some of those workers, their
+        copies of it were lost (or wait in a partial for one that was): recover it now, at the
+        next timer call, instead of after a timeout — ATP's workers all stall on such a
+        fragment, and nobody else can tell."""
+        e = self._open.get((job_id, rnd, sub, frag - 1)) if frag else None
+        if e is not None and bitmap & ~(e.net_bitmap | e.resend_bitmap) and e.deadline > now:
+            e.deadline = now
 
     def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap if e.resend else e.net_bitmap) != mask:

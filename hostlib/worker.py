@@ -184,7 +184,7 @@ class Worker:
         # and variance, for RACK's window, which must not mistake a longer path for a loss
         self._path_srtt: list[float] = []
         self._path_rttvar: list[float] = []
-        self._retransmitted = bytearray()      # Karn: no RTT sample from these
+        self._retransmitted = bytearray()      # tries so far (Karn: no RTT sample from these)
         # pending fragments already retransmitted: being recovered, they hold no window slot
         self._recovering = 0
         self._later_results: list[int] = []    # results of later fragments since it was sent ("dupACKs")
@@ -346,12 +346,13 @@ class Worker:
                     pending[idx] = now + timeout[idx]     # no evidence yet: wait another RTO
                     continue
                 probed = probed or sent[idx] >= answered
-                if not self._retransmitted[idx]:
-                    self._retransmitted[idx] = 1
+                tries = self._retransmitted[idx]
+                if not tries:
                     self._recovering += 1
                     timeout[idx] = self.retry_wait()
                 else:
                     timeout[idx] = self.rto.retry_backoff(timeout[idx])
+                self._retransmitted[idx] = min(255, tries + 1)
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self._resent_at[idx] = now
                 self.stats.resent += 1
@@ -363,8 +364,12 @@ class Worker:
 
     def retry_wait(self) -> float:
         """How long a fragment just retransmitted waits for its result before the next try:
-        the resends' measured round trip, the RTO floor until one was measured."""
-        return self.resend_rtt.rto if self.resend_rtt.srtt is not None else self.rto.minimum
+        the resends' measured round trip (the RTO floor until one was measured), at least the
+        fastest sub-model path's smoothed RTT (no answer comes sooner; under a busy CPU a
+        shorter wait only adds retries), at most the floor."""
+        wait = self.resend_rtt.rto if self.resend_rtt.srtt is not None else self.rto.minimum
+        fastest = min((p for p in self._path_srtt if p >= 0), default=0.0)
+        return min(self.rto.minimum, max(wait, fastest))
 
     # ------------------------------------------------------------------ internals
     def _on_result(self, idx: int, flags: int, frame: bytes, off: int, now: float) -> list[bytes]:
@@ -387,7 +392,8 @@ class Worker:
                 self._path_sample(r.sub[idx], rtt)
             else:
                 self._recovering -= 1
-                self.resend_rtt.sample(now - self._resent_at[idx])
+                if retransmitted[idx] == 1:      # one try: the answer is to it (or to the first copy)
+                    self.resend_rtt.sample(now - self._resent_at[idx])
         if self._first_sent[idx] > self._newest_answered:
             self._newest_answered = self._first_sent[idx]
         out = []

@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..agent import each_frame
-from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError, frame_fields, frame_prefix
+from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, Flags, ProtocolError, frame_fields, frame_prefix
 
 log = logging.getLogger("hostlib.native")
 
@@ -44,8 +44,8 @@ SOURCE = Path(__file__).with_name("inahost.c")
 CFLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off", "-Wall"]   # no FMA: doubles as Python computes them
 LIBS = ["-lm"]
 
-OK, HANDOFF, NEWROUND = 0, 1, 2
-EV_DONE, EV_POLL, EV_TIMER, EV_FRAME, EV_NEWROUND = 10, 11, 12, 13, 14
+OK, HANDOFF, NEWROUND, GAP_PY = 0, 1, 2, 3
+EV_DONE, EV_POLL, EV_TIMER, EV_FRAME, EV_NEWROUND, EV_GAP = 10, 11, 12, 13, 14, 15
 # the C PS's counters, in its enum's order: ParameterServer.stats.received kinds
 KINDS = ("plain", "partial", "collision", "preempted", "drained", "switch_result", "reminder", "no_contribution",
          "stale", "late", "overlap")
@@ -203,6 +203,7 @@ def _load() -> Any:
             "ina_ps_live": ([P, I, D], I),
             "ina_ps_next_deadline": ([P], D),
             "ina_ps_frame": ([P, P, I, D], ctypes.c_int),
+            "ina_ps_gap": ([P, I, I, I, I, I, D], ctypes.c_int),
             "ina_io_new": ([I, I, I, I, I, I], P),
             "ina_io_free": ([P], None),
             "ina_io_send": ([P, P, I], ctypes.c_int),
@@ -641,6 +642,8 @@ class NativePs:
         out = self.ps.on_frame(frame, now)
         self._sync_newest()
         if key is not None and job is not None and not job.python_only:
+            self._gap_in_c(frame, now)
+        if key is not None and job is not None and not job.python_only:
             e = self.ps._entries.get(key)
             if e is not None:
                 s = self.lib.ina_ps_mark_py(self.handle, *key)
@@ -648,6 +651,18 @@ class NativePs:
                     e.seq = s
         _rto_to_c(self.ps.timeout, self.st.rto)
         return out
+
+    def _gap_in_c(self, frame: bytes, now: float) -> None:
+        """The gap rule (ParameterServer._gap) for a first copy the Python core handled, where
+        the entry before it is C's."""
+        f = frame_fields(frame, self.lanes)
+        if not f[0] & (Flags.RESEND | Flags.PREEMPTED | Flags.REMINDER | Flags.RESULT):
+            self.lib.ina_ps_gap(self.handle, f[1], f[10], f[3], f[4], f[9], now)
+
+    def python_gap(self, frame: bytes, now: float) -> None:
+        """C handled a first copy whose preceding entry is the Python core's: the gap rule there."""
+        f = frame_fields(frame, self.lanes)
+        self.ps._gap(f[1], f[10], f[3], f[4], f[9], now)
 
     def new_round(self, frame_job: int, frame_round: int) -> None:
         self.ps._in_window(frame_job, frame_round)
@@ -679,9 +694,12 @@ class NativePs:
     def on_frame(self, frame: bytes, now: float) -> list[bytes]:
         while True:
             c = self.lib.ina_ps_frame(self.handle, frame, len(frame), now)
-            if c == OK:
+            if c in (OK, GAP_PY):
                 self.native_frames += 1
-                return self._outputs()
+                out = self._outputs()
+                if c == GAP_PY:
+                    self.python_gap(frame, now)
+                return out
             if c == NEWROUND:
                 f = frame_fields(frame, self.lanes)
                 self.new_round(f[1], f[10])
@@ -796,6 +814,10 @@ def run_udp_native(agent: Any, transport: Any, timeout: float, stop: Callable[[]
                 frame = transport._frame(data, bytes(ios.ho_source))
                 if frame is not None:
                     send(native.python_frame(frame, now) if is_ps else native._python().on_frames([frame], now))
+            elif ev == EV_GAP:
+                frame = transport._frame(ctypes.string_at(ios.ho_data, ios.ho_len), bytes(ios.ho_source))
+                if frame is not None:
+                    native.python_gap(frame, now)
             elif ev == EV_NEWROUND:
                 hdr = ctypes.string_at(ios.ho_data, HEADER_LEN)
                 native.new_round(int.from_bytes(hdr[2:4], "big"), int.from_bytes(hdr[20:24], "big"))

@@ -47,11 +47,13 @@
 #define OK 0
 #define HANDOFF 1          /* the Python core must handle this frame */
 #define NEWROUND 2         /* PS: a newer round; the Python core tracks it, then retry */
+#define GAP_PY 3           /* PS: handled; the gap rule concerns an entry the Python core owns */
 #define EV_DONE 10
 #define EV_POLL 11
 #define EV_TIMER 12
 #define EV_FRAME 13
 #define EV_NEWROUND 14
+#define EV_GAP 15
 
 static inline uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -236,13 +238,21 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
             }
         } else {
             w->n_recovering--;
-            rto_sample(&w->resend_rtt, now - w->resent_at[idx]);
+            if (w->retx[idx] == 1) rto_sample(&w->resend_rtt, now - w->resent_at[idx]);   /* one try */
         }
     }
     if (w->first_sent[idx] > w->newest_answered) w->newest_answered = w->first_sent[idx];
     int32_t s = w->sub[idx];
     /* Worker.retry_wait and the RACK window */
     double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
+    {   /* Worker.retry_wait: at least the fastest path's srtt, at most the floor */
+        double fastest = INFINITY;
+        for (int64_t q = 0; q < w->nsubs; q++)
+            if (w->path_srtt[q] >= 0 && w->path_srtt[q] < fastest) fastest = w->path_srtt[q];
+        if (isinf(fastest)) fastest = 0.0;
+        if (fastest > retry) retry = fastest;
+        if (retry > w->rto.minimum) retry = w->rto.minimum;
+    }
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
         if (w->sub[e] == s) {
@@ -601,8 +611,27 @@ static void ps_complete(Ps *ps, Job *j, Table *t, Entry *e, double now) {
     ps->results_sent += j->nworkers;
 }
 
-/* ParameterServer._handle for a payload: OK, HANDOFF (the Python core takes it) or NEWROUND
- * (the Python core must note a newer round first; then call again). */
+/* ParameterServer._gap: a first-copy packet (plain, partial, collision) of fragment ``key``
+ * carried ``bitmap``; each worker's copies of a sub-model take one FIFO path, so the entry of
+ * the fragment before it, if still open and lacking some of those workers, lost their copies:
+ * it is due now (the timer recovers it). 1 if that entry is the Python core's, else 0. */
+static int ps_gap(Table *t, uint64_t key, uint32_t bitmap, double now) {
+    if ((key & 0xffffffffu) == 0) return 0;
+    Entry *e = lookup(t, key - 1);
+    if (!e) return 0;
+    if (e->state == E_PY) return 1;
+    if (e->state == E_OPEN && (bitmap & ~e->bitmap) && e->deadline > now) e->deadline = now;
+    return 0;
+}
+
+int ina_ps_gap(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t frag, int64_t bitmap, double now) {
+    Table *t = find_table(ps, job, round, 0);
+    return t ? ps_gap(t, (uint64_t)sub << 32 | (uint64_t)frag, (uint32_t)bitmap, now) : 0;
+}
+
+/* ParameterServer._handle for a payload: OK, HANDOFF (the Python core takes it), NEWROUND
+ * (the Python core must note a newer round first; then call again) or GAP_PY (handled; the
+ * Python core applies the gap rule to its entry). */
 int ina_ps_payload(Ps *ps, const uint8_t *p, double now) {
     int flags = p[1];
     Job *j = find_job(ps, be16(p + 2));
@@ -637,6 +666,8 @@ int ina_ps_payload(Ps *ps, const uint8_t *p, double now) {
     e->bitmap |= bitmap;
     e->overflow |= (flags & F_OVERFLOW) != 0;
     if (e->bitmap == j->mask) ps_complete(ps, j, t, e, now);
+    if (kind == K_PLAIN || kind == K_PARTIAL || kind == K_COLLISION)
+        return ps_gap(t, key, bitmap, now) ? GAP_PY : OK;
     return OK;
 }
 
@@ -1045,7 +1076,7 @@ int ina_ps_udp(Ps *ps, Io *io, double t0, double until, double py_deadline) {
                 io_unread(io);                    /* handled again once Python noted the round */
                 return EV_NEWROUND;
             }
-            return EV_FRAME;
+            return c == GAP_PY ? EV_GAP : EV_FRAME;
         }
         if (ps->out_n) {
             int r = ina_io_send(io, ps->out, ps->out_n);

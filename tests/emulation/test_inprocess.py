@@ -34,7 +34,10 @@ def test_rounds_under_loss_on_every_port_are_exact(scheme: str, loss: float, see
     assert res.report.lost > 0
     # partials stranded by losses are drained from the nodes (GOAT's off-path one included).
     # ATP and ESA aggregate only at the few programmable ToRs here (most fragments reach the PS
-    # plain), and at 1 % a worker's early resend usually lets the PS complete before any of
-    # those partials strands (seed 1: none; seed 4: 4), so at 1 % only GOAT must show drains
-    if scheme == "goat" or loss >= 0.05:
+    # plain), and the PS sees a lost first copy there as a gap in that worker's later ones and
+    # completes the fragment from its queries before a partial strands, so only GOAT (whose PS
+    # sees nothing of the network's work) must show drains
+    if scheme == "goat":
         assert res.ps_received.get("drained", 0) > 0, res.ps_received
+    else:
+        assert res.ps_stats.queries > 0, res.ps_stats
