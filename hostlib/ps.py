@@ -335,8 +335,8 @@ class ParameterServer:
                     e.timeout = 2.0 * self.resend_spread.rto
                 else:
                     e.attempts += 1
-                    # recovery again a doubled wait later, up to the floor: what it sends or gets
-                    # back is lost at random, not to congestion (no timeout of seconds)
+                    # recovery again a doubled wait later, starting from twice the grace rather
+                    # than the floor: what it sends or gets back is lost at random
                     e.timeout = self.timeout.retry_backoff(e.timeout)
                 e.deadline = now + e.timeout
         return out

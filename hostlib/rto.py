@@ -36,11 +36,11 @@ class RtoEstimator:
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
 
     def retry_backoff(self, current: float) -> float:
-        """The next wait of an item retried after ``current``: doubled, up to the floor
-        ``minimum``. Losses here are random drops: an unlucky item tries again soon rather than
-        after seconds (a first copy's round trip, and so ``rto``, grows with every peer's
-        recovery when a result waits for all of them)."""
-        return min(self.minimum, 2.0 * current)
+        """The next wait of an item retried after ``current``: doubled, without the floor,
+        up to ``max_backoff`` RTOs and ``maximum``. Starting from a measured round trip rather
+        than the floor, an unlucky item tries again soon; doubling keeps an overloaded PS from
+        being flooded (an emulated 5 % run capped at the floor resent 11 times per fragment)."""
+        return min(self.maximum, self.max_backoff * self.rto, 2.0 * current)
 
     def backoff(self, current: float) -> float:
         """Exponential backoff of one item's timeout, capped at ``max_backoff`` RTOs and at

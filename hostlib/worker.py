@@ -164,11 +164,11 @@ class Worker:
         self.native = native
         self._native: object | None = None     # its NativeWorker, once run_udp made one
         self.rto = rto or RtoEstimator()
-        # resend → result times (Karn's ambiguity accepted: an early answer only makes retries
-        # sooner, and a retry is one small exchange): how long a retransmitted fragment waits
-        # before it is tried again, at most the RTO floor. Not the RTO itself: a first copy's
-        # round trip waits for every peer (and their recoveries), a retry does not
-        self.resend_rtt = RtoEstimator(initial=self.rto.minimum, minimum=RETRY_MIN, maximum=self.rto.minimum)
+        # resend → result times of fragments resent once: how long a retransmitted fragment
+        # waits before it is tried again. Not the RTO: a first copy's round trip waits for
+        # every peer (and their recoveries), a retry only for the PS; and no floor, so a quick
+        # PS is retried quickly while a busy one (whose answers take long) is not flooded
+        self.resend_rtt = RtoEstimator(initial=self.rto.minimum, minimum=RETRY_MIN, maximum=self.rto.maximum)
         self.stats = WorkerStats()
         self._cur: _Round | None = None
         self._done = bytearray()    # 1 per fragment with a result (bytearray: fast scalar access)
@@ -366,10 +366,10 @@ class Worker:
         """How long a fragment just retransmitted waits for its result before the next try:
         the resends' measured round trip (the RTO floor until one was measured), at least the
         fastest sub-model path's smoothed RTT (no answer comes sooner; under a busy CPU a
-        shorter wait only adds retries), at most the floor."""
+        shorter wait only adds retries)."""
         wait = self.resend_rtt.rto if self.resend_rtt.srtt is not None else self.rto.minimum
         fastest = min((p for p in self._path_srtt if p >= 0), default=0.0)
-        return min(self.rto.minimum, max(wait, fastest))
+        return min(self.rto.maximum, max(wait, fastest))
 
     # ------------------------------------------------------------------ internals
     def _on_result(self, idx: int, flags: int, frame: bytes, off: int, now: float) -> list[bytes]:

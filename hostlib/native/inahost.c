@@ -245,13 +245,13 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     int32_t s = w->sub[idx];
     /* Worker.retry_wait and the RACK window */
     double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
-    {   /* Worker.retry_wait: at least the fastest path's srtt, at most the floor */
+    {   /* Worker.retry_wait: at least the fastest path's srtt, at most the maximum */
         double fastest = INFINITY;
         for (int64_t q = 0; q < w->nsubs; q++)
             if (w->path_srtt[q] >= 0 && w->path_srtt[q] < fastest) fastest = w->path_srtt[q];
         if (isinf(fastest)) fastest = 0.0;
         if (fastest > retry) retry = fastest;
-        if (retry > w->rto.minimum) retry = w->rto.minimum;
+        if (retry > w->rto.maximum) retry = w->rto.maximum;
     }
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
