@@ -50,7 +50,7 @@ run-fattree: setup
 
 # The papers' headline comparisons in the emulation (root, Mininet): ESA vs ATP vs SwitchML with 2-4
 # contending jobs, GOAT vs ATP, ARO and InArt vs their routing baselines; results/emulation/
-# {claims.md,claims.csv,runs.csv,rounds.csv,*.png}. About 40 min on a 2-core Xeon;
+# {claims.md,claims.csv,runs.csv,rounds.csv,*.png}. 35 min on the 2-core Xeon (measured);
 # `make reproduce-emulation QUICK=1` about 12 min. Options: `python -m emulation.reproduce --help`.
 reproduce-emulation: setup
 	$(PY) -m emulation.reproduce $(if $(QUICK),--quick) --out results/emulation
