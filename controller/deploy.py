@@ -254,9 +254,12 @@ def _routing_levels(topo: Topology, job: Job, plan: Plan, hops: Mapping[str, Map
     for w in job.workers:
         p = paths[w]
         for node in kept[w]:
-            for a in p[1:p.index(node)]:
-                if hops[a][ps] != nxt[a]:
-                    pins.setdefault(node, {})[a] = nxt[a]
+            k = p.index(node)
+            # the worker's own next hops: at a switch where the job's paths split, another
+            # worker's (nxt) would send this one's copies and partials past its node
+            for a, b in zip(p[1:k], p[2:k + 1]):
+                if hops[a][ps] != b:
+                    pins.setdefault(node, {})[a] = b
     return y, fan, levels, pins
 
 
