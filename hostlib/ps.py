@@ -337,7 +337,7 @@ class ParameterServer:
                     e.attempts += 1
                     # recovery again a doubled wait later, starting from twice the grace rather
                     # than the floor: what it sends or gets back is lost at random
-                    e.timeout = self.timeout.retry_backoff(e.timeout)
+                    e.timeout = self.timeout.backoff(e.timeout, floor=False)
                 e.deadline = now + e.timeout
         return out
 

@@ -29,21 +29,21 @@ class RtoEstimator:
         return min(self.maximum, max(self.minimum, self.srtt + 4.0 * self.rttvar))
 
     def sample(self, rtt: float) -> None:
-        if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2.0
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self.srtt, self.rttvar = smoothed(self.srtt, self.rttvar, rtt)
 
-    def retry_backoff(self, current: float) -> float:
-        """The next wait of an item retried after ``current``: doubled, without the floor,
-        up to ``max_backoff`` RTOs and ``maximum``. Starting from a measured round trip rather
-        than the floor, an unlucky item tries again soon; doubling keeps an overloaded PS from
-        being flooded (an emulated 5 % run capped at the floor resent 11 times per fragment)."""
-        return min(self.maximum, self.max_backoff * self.rto, 2.0 * current)
-
-    def backoff(self, current: float) -> float:
+    def backoff(self, current: float, *, floor: bool = True) -> float:
         """Exponential backoff of one item's timeout, capped at ``max_backoff`` RTOs and at
         ``maximum``: losses here are random drops, not congestion, so a fragment unlucky several
-        times in a row must not stall its window for seconds."""
-        return min(self.maximum, self.max_backoff * self.rto, max(self.minimum, 2.0 * current))
+        times in a row must not stall its window for seconds. ``floor=False``: no ``minimum``
+        either — for retries that start from a measured round trip rather than the floor (an
+        unlucky item tries again soon, while doubling keeps an overloaded PS from being flooded:
+        an emulated 5 % run capped at the floor resent 11 times per fragment)."""
+        doubled = max(self.minimum, 2.0 * current) if floor else 2.0 * current
+        return min(self.maximum, self.max_backoff * self.rto, doubled)
+
+
+def smoothed(srtt: float | None, rttvar: float, rtt: float) -> tuple[float, float]:
+    """RFC 6298's update of (srtt, rttvar) with one sample (srtt None: the first)."""
+    if srtt is None:
+        return rtt, rtt / 2.0
+    return 0.875 * srtt + 0.125 * rtt, 0.75 * rttvar + 0.25 * abs(srtt - rtt)

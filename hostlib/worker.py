@@ -27,7 +27,7 @@ from .agent import each_frame
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
                        ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
                        frame_fields, frame_lanes, frame_prefix, header_array, send_order)
-from .rto import RETRY_MIN, RtoEstimator
+from .rto import RETRY_MIN, RtoEstimator, smoothed
 
 
 @dataclass(frozen=True)
@@ -351,7 +351,7 @@ class Worker:
                     self._recovering += 1
                     timeout[idx] = self.retry_wait()
                 else:
-                    timeout[idx] = self.rto.retry_backoff(timeout[idx])
+                    timeout[idx] = self.rto.backoff(timeout[idx], floor=False)
                 self._retransmitted[idx] = min(255, tries + 1)
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self._resent_at[idx] = now
@@ -398,7 +398,7 @@ class Worker:
             self._newest_answered = self._first_sent[idx]
         out = []
         sub, later, first_sent, timeout = r.sub, self._later_results, self._first_sent, self._timeout
-        retry = self.retry_wait()
+        retry = -1.0                      # retry_wait(), computed once a fast retransmit needs it
         for earlier in pending:
             if earlier >= idx:
                 break                     # keys ascend: no earlier fragment is left
@@ -411,6 +411,8 @@ class Worker:
                 if later[earlier] >= FAST_RETRANSMIT_AFTER:
                     retransmitted[earlier] = 1
                     self._recovering += 1
+                    if retry < 0:
+                        retry = self.retry_wait()
                     timeout[earlier] = retry
                     pending[earlier] = now + retry
                     self._resent_at[earlier] = now
@@ -432,11 +434,8 @@ class Worker:
     def _path_sample(self, sub: int, rtt: float) -> None:
         """RFC 6298's update of sub-model ``sub``'s round trip."""
         srtt = self._path_srtt[sub]
-        if srtt < 0:
-            self._path_srtt[sub], self._path_rttvar[sub] = rtt, rtt / 2.0
-        else:
-            self._path_rttvar[sub] = 0.75 * self._path_rttvar[sub] + 0.25 * abs(srtt - rtt)
-            self._path_srtt[sub] = 0.875 * srtt + 0.125 * rtt
+        self._path_srtt[sub], self._path_rttvar[sub] = smoothed(srtt if srtt >= 0 else None,
+                                                                self._path_rttvar[sub], rtt)
 
     def _rack_window(self, sub: int) -> float | None:
         """How long a fragment of ``sub`` waits for its result once a later-sent one has its
