@@ -642,8 +642,10 @@ class NativePs:
         out = self.ps.on_frame(frame, now)
         self._sync_newest()
         if key is not None and job is not None and not job.python_only:
-            self._gap_in_c(frame, now)
-        if key is not None and job is not None and not job.python_only:
+            if not f[0] & (Flags.RESEND | Flags.PREEMPTED | Flags.REMINDER | Flags.RESULT):
+                # the gap rule (ParameterServer._gap) for a first copy the Python core handled,
+                # where the entry before it is C's
+                self.lib.ina_ps_gap(self.handle, f[1], f[10], f[3], f[4], f[9], now)
             e = self.ps._entries.get(key)
             if e is not None:
                 s = self.lib.ina_ps_mark_py(self.handle, *key)
@@ -651,13 +653,6 @@ class NativePs:
                     e.seq = s
         _rto_to_c(self.ps.timeout, self.st.rto)
         return out
-
-    def _gap_in_c(self, frame: bytes, now: float) -> None:
-        """The gap rule (ParameterServer._gap) for a first copy the Python core handled, where
-        the entry before it is C's."""
-        f = frame_fields(frame, self.lanes)
-        if not f[0] & (Flags.RESEND | Flags.PREEMPTED | Flags.REMINDER | Flags.RESULT):
-            self.lib.ina_ps_gap(self.handle, f[1], f[10], f[3], f[4], f[9], now)
 
     def python_gap(self, frame: bytes, now: float) -> None:
         """C handled a first copy whose preceding entry is the Python core's: the gap rule there."""
