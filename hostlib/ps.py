@@ -118,6 +118,8 @@ class _Entry:
     grace: bool = False            # the deadline is that grace (the first recovery), not a timeout
     first_resend: float = -1.0     # when the first RESEND arrived (-1: none yet)
     recovered_at: float = -1.0     # when the last recovery was sent (-1: never)
+    recoveries: int = 0            # recoveries sent so far
+    answered: bool = False         # a reply that only a recovery gets (a result copy or a drain) arrived
     result: np.ndarray | None = None
     slot: int = -1                 # in on_frames: its place among the batch's completions
     seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
@@ -190,6 +192,15 @@ class ParameterServer:
         # trip of each other, and the floor is many round trips
         self.resend_spread = RtoEstimator(initial=self.timeout.minimum / 4, minimum=RETRY_MIN,
                                           maximum=self.timeout.maximum)
+        # recovery sent -> its first reply, for entries recovered once (Karn): how long to wait
+        # before recovering again. Only replies nothing else sends count — a worker's result
+        # copy (the answer to a query) and a switch's drain (to a reminder); a RESEND may be
+        # the worker's own retry, seconds after a lost query. Not the entry timeout (first copy
+        # -> complete waits for every worker's window) nor a multiple of the grace: the replies
+        # are one round trip away, and what a recovery sends or gets back is lost at random, so
+        # the next try should come about then
+        self.answer_rtt = RtoEstimator(initial=self.timeout.minimum / 4, minimum=RETRY_MIN,
+                                       maximum=self.timeout.maximum)
         self.stats = PsStats()
         self._entries: dict[Key, _Entry] = {}        # (job, round, sub-model, fragment)
         # the incomplete ones, in creation order: timers only ever concern these, and a round's
@@ -304,6 +315,9 @@ class ParameterServer:
         if e is None:
             t = self.timeout.rto
             e = self._entries[key] = self._open[key] = _Entry(now, now + t, t, self.lanes)
+        if e.recoveries == 1 and not e.answered and kind in ("result_copy", "drained"):
+            e.answered = True
+            self.answer_rtt.sample(now - e.recovered_at)
         if kind == "resend":
             return self._on_resend(key, e, job, worker, lanes, now)
         if kind == "result_copy":
@@ -332,12 +346,13 @@ class ParameterServer:
                 out += self._recover(key, e, self.jobs[key[0]], now)
                 if e.grace:               # the grace after a first RESEND: no timeout yet
                     e.grace = False
-                    e.timeout = 2.0 * self.resend_spread.rto
                 else:
                     e.attempts += 1
-                    # recovery again a doubled wait later, starting from twice the grace rather
-                    # than the floor: what it sends or gets back is lost at random
-                    e.timeout = self.timeout.backoff(e.timeout, floor=False)
+                # recovery again an answer round trip later, then a doubled wait: what it sends
+                # or gets back is lost at random, while a PS or hosts slower to answer are
+                # measured as such
+                e.timeout = (self.answer_rtt.rto if e.recoveries == 1
+                             else self.answer_rtt.backoff(e.timeout, floor=False))
                 e.deadline = now + e.timeout
         return out
 
@@ -410,6 +425,7 @@ class ParameterServer:
         contribution is missing (they answer with the result if they hold it, else their
         contribution)."""
         e.recovered_at = now
+        e.recoveries += 1
         missing = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
         return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
 

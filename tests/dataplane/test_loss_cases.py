@@ -499,10 +499,10 @@ def test_reminder_lost_queries_complete_and_cleanup_reminder_drains(arch):
 
 
 def test_reminder_and_queries_lost_reminder_retried_at_ps_timeout(arch):
-    """Case 1, and the whole first recovery is lost (the reminder and the three queries):
-    worker 2, still without a result, retries one RTO floor after its RESEND; the PS, seeing it
-    still waiting, recovers again; that drain completes the fragment, before any other worker
-    times out."""
+    """Case 1, and the whole first recovery is lost (the reminder and the three queries): the
+    PS recovers again an answer round trip later (none measured yet: a quarter of its floor),
+    before worker 2's retry; that drain completes the fragment, before any other worker times
+    out."""
     drops = (first_copy(1, 2), reminder_to_switch(), queries_to([0, 1, 3]))
     net = _net(arch, fast=((1, 2),), drops=drops)
     net.start()
@@ -511,7 +511,8 @@ def test_reminder_and_queries_lost_reminder_retried_at_ps_timeout(arch):
     net.assert_exact()
     assert net.ps.stats.reminders >= 2 and net.ps.stats.queries == 6
     assert net.received("drained") == 1 and net.received("late") == 0      # the drain counted
-    assert net.now == pytest.approx(FAST + FAST)         # worker 2's retry: its RTO floor later
+    assert net.now == pytest.approx(FAST + PS_RTO / 4 + PS_RTO / 4)     # the grace, then the answer wait
+    assert net.workers[(1, 2)].stats.resent == 1
     assert all(net.workers[(1, w)].stats.resent == 0 for w in (0, 1, 3))
     net.assert_all_free()
 

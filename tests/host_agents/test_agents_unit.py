@@ -125,6 +125,23 @@ def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -
     assert wk.stats.resent == 2
 
 
+def test_ps_recovers_again_an_answer_round_trip_later() -> None:
+    """After a recovery the PS waits one answer round trip — measured from the replies only a
+    recovery gets, here a worker's result copy 1 ms after the queries — then doubles."""
+    ps = _ps()
+    ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0)
+    ps.on_timer(0.001 / 4)                                       # the grace: queries to 0, 1, 3
+    copy = InaHeader(5, 0, 0, 0, 1, 4, 1, 0, 0b0010, Flags.RESULT | Flags.RESEND)
+    ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), 0.00125)
+    assert ps.answer_rtt.srtt == pytest.approx(0.001) and ps.answer_rtt.rto == pytest.approx(0.003)
+    ps.on_frame(_contrib(0b0101, Flags.PREEMPTED, frag=1), 0.002)  # another fragment's partial
+    assert ps.next_deadline() == pytest.approx(0.012)             # its timeout
+    ps.on_timer(0.012)
+    assert ps.next_deadline() == pytest.approx(0.012 + 0.003)     # an answer round trip
+    ps.on_timer(0.015)
+    assert ps.next_deadline() == pytest.approx(0.015 + 0.006)     # doubled (at most 4 of them)
+
+
 def test_backoff_is_capped_by_rtos_and_by_maximum() -> None:
     rto = RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05, max_backoff=10.0)
     assert rto.backoff(0.04) == 0.05                                         # maximum
@@ -244,9 +261,11 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
     assert all(p.header.flags == Flags.REMINDER and p.header.bitmap == 0 for p in first)
     queries = [(p.dst_ip, p.header.worker_id) for p in first if p.header.node_id == 0]
     assert queries == [(WIP[1], 1), (WIP[3], 3)]
-    assert ps.next_deadline() == 0.03                                # doubled
-    second = [parse_frame(f, K) for f in ps.on_timer(0.03)]          # again, until complete
+    # again an answer round trip later (none measured yet: a quarter of the floor), then doubling
+    assert ps.next_deadline() == pytest.approx(0.01 + 0.001 / 4)
+    second = [parse_frame(f, K) for f in ps.on_timer(0.01025)]       # again, until complete
     assert len(second) == 4
+    assert ps.next_deadline() == pytest.approx(0.01025 + 0.0005)
     ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.031)
     assert _results(ps.on_frame(_contrib(0b1000, Flags.RESEND), 0.032))
     assert ps.next_deadline() is None
