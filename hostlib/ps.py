@@ -208,6 +208,9 @@ class ParameterServer:
         self._open: dict[Key, _Entry] = {}
         self._newest: dict[int, int] = {}            # job -> newest round seen
         self._completions: list[tuple[Key, _Entry, JobConfig]] | None = None   # on_frames' deferred results
+        # set whenever a first copy was counted and the gap rule evaluated for it (hostlib.native
+        # then applies the rule to the preceding entry where C holds it)
+        self.gap_checked = False
 
     # ------------------------------------------------------------------ inspection
     def result(self, job_id: int, submodel_id: int, fragment_id: int, round: int | None = None) -> np.ndarray | None:
@@ -436,6 +439,7 @@ class ParameterServer:
         copies of it were lost (or wait in a partial for one that was): recover it now, at the
         next timer call, instead of after a timeout — ATP's workers all stall on such a
         fragment, and nobody else can tell."""
+        self.gap_checked = True
         e = self._open.get((job_id, rnd, sub, frag - 1)) if frag else None
         if e is not None and bitmap & ~(e.net_bitmap | e.resend_bitmap) and e.deadline > now:
             e.deadline = now

@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..agent import each_frame
-from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, Flags, ProtocolError, frame_fields, frame_prefix
+from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError, frame_fields, frame_prefix
 
 log = logging.getLogger("hostlib.native")
 
@@ -639,12 +639,14 @@ class NativePs:
         job = self._jobs.get(key[0]) if key is not None else None
         if key is not None and job is not None and not job.python_only:
             self._take(key)
+        self.ps.gap_checked = False
         out = self.ps.on_frame(frame, now)
         self._sync_newest()
         if key is not None and job is not None and not job.python_only:
-            if not f[0] & (Flags.RESEND | Flags.PREEMPTED | Flags.REMINDER | Flags.RESULT):
-                # the gap rule (ParameterServer._gap) for a first copy the Python core handled,
-                # where the entry before it is C's
+            if self.ps.gap_checked:
+                # the gap rule (ParameterServer._gap) for a first copy the Python core counted,
+                # where the entry before it is C's (not for a late or overlapping one: neither
+                # core applies it then)
                 self.lib.ina_ps_gap(self.handle, f[1], f[10], f[3], f[4], f[9], now)
             e = self.ps._entries.get(key)
             if e is not None:
