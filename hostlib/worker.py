@@ -397,7 +397,7 @@ class Worker:
         if self._first_sent[idx] > self._newest_answered:
             self._newest_answered = self._first_sent[idx]
         out = []
-        sub, later, first_sent, timeout = r.sub, self._later_results, self._first_sent, self._timeout
+        sub, later, timeout = r.sub, self._later_results, self._timeout
         retry = -1.0                      # retry_wait(), computed once a fast retransmit needs it
         for earlier in pending:
             if earlier >= idx:
@@ -423,9 +423,7 @@ class Worker:
                 # a later fragment of another sub-model (another path) has its result: this one
                 # is lost unless its answer comes within its own path's round trip (RACK: the
                 # paths differ, so by time, not by order); the timer resends it then
-                rack = self._rack_window(sub[earlier])
-                if rack is not None and first_sent[earlier] + rack < pending[earlier]:
-                    pending[earlier] = first_sent[earlier] + rack
+                self._rack(earlier)
         done, n = self._done, len(self._done)
         while self._base < n and done[self._base]:
             self._base += 1
@@ -436,6 +434,22 @@ class Worker:
         srtt = self._path_srtt[sub]
         self._path_srtt[sub], self._path_rttvar[sub] = smoothed(srtt if srtt >= 0 else None,
                                                                 self._path_rttvar[sub], rtt)
+
+    def _rack(self, idx: int) -> None:
+        """Bring pending fragment ``idx``'s timer forward to its RACK deadline."""
+        rack = self._rack_window(self._cur.sub[idx])
+        if rack is not None and self._first_sent[idx] + rack < self._pending[idx]:
+            self._pending[idx] = self._first_sent[idx] + rack
+
+    def _arm_tail(self) -> None:
+        """The round's last first copy is out (after a result of the round: its peers are
+        sending): no fragment will be sent after the pending ones, so no later result can show
+        one of them lost — each gets its RACK deadline now (a tail loss probe), not an RTO. Measured in benchmarks/bench_loss.py: a lost last
+        fragment cost 1 % loss rounds a whole RTO floor (0.2 s of 0.4 s)."""
+        retransmitted = self._retransmitted
+        for idx in self._pending:
+            if not retransmitted[idx]:
+                self._rack(idx)
 
     def _rack_window(self, sub: int) -> float | None:
         """How long a fragment of ``sub`` waits for its result once a later-sent one has its
@@ -470,6 +484,8 @@ class Worker:
             self._first_sent[start], self._timeout[start] = now, t
             self._next = end
             self.stats.sent += 1
+            if end == len(r) and self._n_done:
+                self._arm_tail()
             return [r.wire[start * r.frame_len:end * r.frame_len]]
         if done.find(1, start, end) < 0:
             send: range | list[int] = range(start, end)      # the usual case: none done yet
@@ -490,6 +506,8 @@ class Worker:
             for idx in send:
                 self._first_sent[idx], self._timeout[idx] = now, t
         self.stats.sent += len(send)
+        if send and self._next >= len(r) and self._n_done:
+            self._arm_tail()
         wire, size = r.wire, r.frame_len
         return [wire[i * size:(i + 1) * size] for i in send]
 

@@ -188,6 +188,16 @@ static void w_resend(Worker *w, int64_t idx) {
     w_emit(w, fr);
 }
 
+/* Worker._rack: fragment e's timer brought forward to its RACK deadline */
+static void w_rack(Worker *w, int64_t e) {
+    int32_t p = w->sub[e];
+    if (w->path_srtt[p] < 0) return;
+    double rack = 2.0 * w->path_srtt[p] + 4.0 * w->path_rttvar[p];
+    if (rack > w->rto.minimum) rack = w->rto.minimum;
+    if (rack < RETRY_MIN) rack = RETRY_MIN;
+    if (w->first_sent[e] + rack < w->deadline[e]) w->deadline[e] = w->first_sent[e] + rack;
+}
+
 /* Worker._fill */
 void ina_worker_fill(Worker *w, double now) {
     int64_t room = w->window - (w->n_pending - w->n_recovering);   /* first copies in flight */
@@ -207,6 +217,9 @@ void ina_worker_fill(Worker *w, double now) {
         w_emit(w, w->wire + i * w->frame_len);
     }
     w->next = i;
+    if (k && i >= w->n && w->n_done)    /* the round's last first copy: Worker._arm_tail */
+        for (int64_t e = w->base; e < w->n; e++)
+            if (w->pend[e] && !w->retx[e]) w_rack(w, e);
 }
 
 /* Worker.on_frame for a payload (INA header + lanes, at least 24 + 4K bytes): OK if handled
@@ -267,13 +280,8 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
                 w->fast_resent++;
                 w_resend(w, e);
             }
-        } else if (w->path_srtt[w->sub[e]] >= 0) {
-            /* RACK: another path's later result; Worker._rack_window */
-            int32_t p = w->sub[e];
-            double rack = 2.0 * w->path_srtt[p] + 4.0 * w->path_rttvar[p];
-            if (rack > w->rto.minimum) rack = w->rto.minimum;
-            if (rack < RETRY_MIN) rack = RETRY_MIN;
-            if (w->first_sent[e] + rack < w->deadline[e]) w->deadline[e] = w->first_sent[e] + rack;
+        } else {
+            w_rack(w, e);       /* another path's later result */
         }
     }
     while (w->base < w->n && w->done[w->base]) w->base++;

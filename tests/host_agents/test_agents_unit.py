@@ -125,6 +125,34 @@ def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -
     assert wk.stats.resent == 2
 
 
+def test_worker_tail_loss_probe_once_the_last_first_copy_is_out() -> None:
+    """No fragment follows the round's last ones, so no later result can show one of them lost:
+    once the last first copy is out (after a result of the round), each still awaiting its
+    result gets its RACK deadline (2 x its path's srtt + 4 deviations) instead of an RTO; one
+    probe per firing, as ever."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=2,
+                rto=RtoEstimator(initial=0.01, minimum=0.008, maximum=0.05))
+    wk.push(np.zeros(3 * K))
+    wk.start(0.0)                                                # fragments 0 and 1
+    out = wk.on_frame(_result(5, 0, np.zeros(K)), 0.001)         # path srtt 1 ms, rttvar 0.5 ms
+    assert [parse_frame(f, K).header.fragment_id for f in out] == [2]        # the last first copy
+    assert wk._pending == {1: pytest.approx(0.004), 2: pytest.approx(0.005)}  # not 0.01 and 0.009
+    frames = [parse_frame(f, K).header for f in wk.on_timer(0.006)]
+    assert [(h.fragment_id, h.flags) for h in frames] == [(1, Flags.RESEND)]   # one probe per firing
+    assert wk._pending[2] == pytest.approx(0.006 + 0.008)                      # re-armed for an RTO
+
+
+def test_worker_round_sent_whole_before_any_result_gets_no_tail_probe() -> None:
+    """A round whose last first copy leaves before any of its results (it fits the window)
+    keeps its RTOs: nothing shows yet that the peers are sending."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=4,
+                rto=RtoEstimator(initial=0.01, minimum=0.008, maximum=0.05))
+    wk.push(np.zeros(2 * K))
+    assert len(wk.start(0.0)) == 2                               # the whole round at once
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.001)
+    assert wk._pending == {1: pytest.approx(0.01)}               # its RTO, not a RACK window
+
+
 def test_ps_recovers_again_an_answer_round_trip_later() -> None:
     """After a recovery the PS waits one answer round trip — measured from the replies only a
     recovery gets, here a worker's result copy 1 ms after the queries — then doubles."""
