@@ -429,8 +429,17 @@ class ParameterServer:
         contribution)."""
         e.recovered_at = now
         e.recoveries += 1
-        missing = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
-        return self._reminders(key, job) + [self._query(key, w, job) for w in job.workers if missing >> w & 1]
+        missing = [w for w in job.round_workers(key[1]) if not (e.net_bitmap | e.resend_bitmap) >> w & 1]
+        if e.recoveries == 1 and e.net_bitmap == 0 and 0 < len(e.resend) < len(missing):
+            # fewer workers report the fragment lost than stay silent, and no switch sent any of
+            # it here: most likely a switch multicast the result and only the reporters lost
+            # their copies (case 2), so one holder's copy completes it. Query one silent worker
+            # (the others would answer with the same copy in vain: on the k=4 fat-tree at 1 %
+            # loss that was 4 wasted queries and copies per such fragment over the busiest
+            # links, and GOAT's rounds went 1.36x -> 1.26x the lossless one); the next recovery
+            # queries every silent worker
+            missing = [missing[key[3] % len(missing)]]
+        return self._reminders(key, job) + [self._query(key, w, job) for w in missing]
 
     def _gap(self, job_id: int, rnd: int, sub: int, frag: int, bitmap: int, now: float) -> None:
         """A first copy of ``frag`` carried ``bitmap``. Each worker's fragments of a sub-model

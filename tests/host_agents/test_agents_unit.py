@@ -109,6 +109,22 @@ def test_resend_round_trips_set_the_retry_wait() -> None:
     assert wk.retry_wait() == pytest.approx(0.0005 + 4 * 0.00025)
 
 
+def test_second_try_round_trips_set_the_wait_before_a_third() -> None:
+    """A second try finds the PS holding the worker's copy: its answer is a round trip away, so
+    the third try waits the measured second-try -> result time, not the doubled first wait."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+    wk.push(np.zeros(2 * K))
+    wk.start(0.0)
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.01)] == [0]    # first try
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.014)] == [0]   # second
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.0145)             # answered 0.5 ms after it
+    assert wk.retry_rtt.srtt == pytest.approx(0.0005) and wk.retry_rtt.rto == pytest.approx(0.0015)
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.02)] == [1]    # fragment 1
+    assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.024)] == [1]   # its second
+    assert wk.next_deadline() == pytest.approx(0.024 + 0.0015)  # not 0.024 + 0.008
+
+
 def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -> None:
     """RACK-style evidence: a fragment sent later already has its result, so the expired
     earlier ones were lost (or their results were): all of them go at once."""
@@ -158,7 +174,7 @@ def test_ps_recovers_again_an_answer_round_trip_later() -> None:
     recovery gets, here a worker's result copy 1 ms after the queries — then doubles."""
     ps = _ps()
     ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0)
-    ps.on_timer(0.001 / 4)                                       # the grace: queries to 0, 1, 3
+    ps.on_timer(0.001 / 4)                                       # the grace: a query to 0
     copy = InaHeader(5, 0, 0, 0, 1, 4, 1, 0, 0b0010, Flags.RESULT | Flags.RESEND)
     ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), 0.00125)
     assert ps.answer_rtt.srtt == pytest.approx(0.001) and ps.answer_rtt.rto == pytest.approx(0.003)
@@ -229,7 +245,9 @@ def test_ps_resend_racing_a_switch_partial_counts_each_worker_once() -> None:
     assert ps.next_deadline() == 0.001 / 4                           # the grace: no sample yet
     out = [parse_frame(f, K).header for f in ps.on_timer(0.001 / 4)]
     assert {h.node_id for h in out if h.worker_id == 255} == {1, 2}
-    assert sorted(h.worker_id for h in out if h.node_id == 0) == [1, 2, 3]
+    assert [h.worker_id for h in out if h.node_id == 0] == [1]       # one silent worker (case 2?)
+    out = [parse_frame(f, K).header for f in ps.on_timer(ps.next_deadline())]
+    assert sorted(h.worker_id for h in out if h.node_id == 0) == [1, 2, 3]     # then all of them
     assert ps.on_frame(_contrib(0b0011, Flags.PREEMPTED | Flags.REMINDER), 0.001) == []   # the drain
     assert ps.on_frame(_contrib(0b0100, Flags.COLLISION), 0.002) == []
     res = _results(ps.on_frame(_contrib(0b1000), 0.003))
@@ -301,13 +319,14 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
 
 def test_ps_passes_on_a_result_copy_a_worker_answered_with() -> None:
     """ESA §5.3 case 2: w2 lost the switch's multicast result; after the grace the PS queries
-    the others, and the first that holds the result answers with it; the PS passes it on to
-    the workers known to lack it (w2, which resent; a worker that lacks it too answers its
-    query with a RESEND and gets it then)."""
+    one of the silent workers (fewer resent than stayed silent, nothing came through a switch:
+    the others most likely hold the result), which answers with it; the PS passes it on to the
+    workers known to lack it (w2, which resent; a worker that lacks it too answers its query
+    with a RESEND and gets it then)."""
     ps = _ps()
     assert ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0) == []
     out = [parse_frame(f, K).header for f in ps.on_timer(0.001 / 4)]
-    assert sorted(h.worker_id for h in out if h.node_id == 0) == [0, 1, 3]
+    assert [h.worker_id for h in out if h.node_id == 0] == [0]             # fragment 0: the first of 0, 1, 3
     copy = InaHeader(5, 0, 0, 0, 1, 4, 1, 0, 0b0010, Flags.RESULT | Flags.RESEND)
     res = _results(ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), 0.011))
     assert sorted(res) == [WIP[2]] and all(np.array_equal(r, TOTAL) for r in res.values())
