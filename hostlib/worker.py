@@ -169,6 +169,11 @@ class Worker:
         # every peer (and their recoveries), a retry only for the PS; and no floor, so a quick
         # PS is retried quickly while a busy one (whose answers take long) is not flooded
         self.resend_rtt = RtoEstimator(initial=self.rto.minimum, minimum=RETRY_MIN, maximum=self.rto.maximum)
+        # second try → result times of fragments answered after exactly two tries: the wait
+        # before a third. A second try finds the PS holding our copy already, so its answer is
+        # about a round trip away (a first try's also waits for the PS to assemble the fragment):
+        # at 1 % loss, GOAT's rounds went 1.36x -> 1.32x the lossless one in bench_loss.py
+        self.retry_rtt = RtoEstimator(initial=self.rto.minimum, minimum=RETRY_MIN, maximum=self.rto.maximum)
         self.stats = WorkerStats()
         self._cur: _Round | None = None
         self._done = bytearray()    # 1 per fragment with a result (bytearray: fast scalar access)
@@ -350,6 +355,8 @@ class Worker:
                 if not tries:
                     self._recovering += 1
                     timeout[idx] = self.retry_wait()
+                elif tries == 1 and self.retry_rtt.srtt is not None:      # the third try
+                    timeout[idx] = min(self.retry_rtt.rto, self.rto.backoff(timeout[idx], floor=False))
                 else:
                     timeout[idx] = self.rto.backoff(timeout[idx], floor=False)
                 self._retransmitted[idx] = min(255, tries + 1)
@@ -394,6 +401,8 @@ class Worker:
                 self._recovering -= 1
                 if retransmitted[idx] == 1:      # one try: the answer is to it (or to the first copy)
                     self.resend_rtt.sample(now - self._resent_at[idx])
+                elif retransmitted[idx] == 2:
+                    self.retry_rtt.sample(now - self._resent_at[idx])
         if self._first_sent[idx] > self._newest_answered:
             self._newest_answered = self._first_sent[idx]
         out = []

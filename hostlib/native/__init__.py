@@ -138,7 +138,7 @@ class WorkerState(ctypes.Structure):
                                        "timeout", "deadline", "pend", "later", "resent_at", "path_srtt",
                                        "path_rttvar")]
                 + [(n, _i64) for n in ("base", "next", "n_done", "n_pending", "n_recovering")]
-                + [("newest_answered", _dbl), ("rto", Rto), ("resend_rtt", Rto)]
+                + [("newest_answered", _dbl), ("rto", Rto), ("resend_rtt", Rto), ("retry_rtt", Rto)]
                 + [(n, _i64) for n in ("sent", "resent", "fast_resent", "results_n", "duplicate_results", "out_n",
                                        "out_cap", "scratch_used")]
                 + [("out", ctypes.POINTER(ctypes.c_void_p)), ("scratch", _ptr)])
@@ -356,6 +356,7 @@ class NativeWorker:
         st.window, st.reach = wk.window, wk.reach
         _rto_to_c(wk.rto, st.rto)
         _rto_to_c(wk.resend_rtt, st.resend_rtt)
+        _rto_to_c(wk.retry_rtt, st.retry_rtt)
         s = wk.stats
         st.sent, st.resent, st.fast_resent, st.results_n, st.duplicate_results = (
             s.sent, s.resent, s.fast_resent, s.results, s.duplicate_results)
@@ -378,6 +379,7 @@ class NativeWorker:
         wk._newest_answered = st.newest_answered
         _rto_from_c(st.rto, wk.rto)
         _rto_from_c(st.resend_rtt, wk.resend_rtt)
+        _rto_from_c(st.retry_rtt, wk.retry_rtt)
         s = wk.stats
         s.sent, s.resent, s.fast_resent, s.results, s.duplicate_results = (
             st.sent, st.resent, st.fast_resent, st.results_n, st.duplicate_results)

@@ -167,7 +167,7 @@ typedef struct {
     /* state, mirrored from/to the Worker around hand-offs */
     int64_t base, next, n_done, n_pending, n_recovering;   /* recovering: pending and retransmitted */
     double newest_answered;
-    Rto rto, resend_rtt;
+    Rto rto, resend_rtt, retry_rtt;   /* Worker.rto, .resend_rtt, .retry_rtt */
     int64_t sent, resent, fast_resent, results_n, duplicate_results;
     /* output: frame pointers (into wire or scratch) */
     int64_t out_n, out_cap, scratch_used;
@@ -252,6 +252,7 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
         } else {
             w->n_recovering--;
             if (w->retx[idx] == 1) rto_sample(&w->resend_rtt, now - w->resent_at[idx]);   /* one try */
+            else if (w->retx[idx] == 2) rto_sample(&w->retry_rtt, now - w->resent_at[idx]);
         }
     }
     if (w->first_sent[idx] > w->newest_answered) w->newest_answered = w->first_sent[idx];
