@@ -257,6 +257,7 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     }
     if (w->first_sent[idx] > w->newest_answered) w->newest_answered = w->first_sent[idx];
     int32_t s = w->sub[idx];
+    int from_switch = be16(p + 4) != 0;     /* node_id 0: the PS's result */
     /* Worker.retry_wait and the RACK window */
     double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
     {   /* Worker.retry_wait: at least the fastest path's srtt, at most the maximum */
@@ -269,8 +270,9 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     }
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
-        if (w->sub[e] == s) {
-            /* fast retransmit: later results of the same sub-model overtook a pending fragment */
+        if (w->sub[e] == s && from_switch) {
+            /* fast retransmit: later results of the same sub-model overtook a pending fragment
+             * (not for the PS's results: Worker._on_result) */
             if (++w->later[e] >= FAST_RETRANSMIT_AFTER) {
                 w->retx[e] = 1;
                 w->n_recovering++;
