@@ -429,7 +429,7 @@ class ParameterServer:
         contribution)."""
         e.recovered_at = now
         e.recoveries += 1
-        missing = [w for w in job.round_workers(key[1]) if not (e.net_bitmap | e.resend_bitmap) >> w & 1]
+        missing = sorted(w for w in job.round_workers(key[1]) if not (e.net_bitmap | e.resend_bitmap) >> w & 1)
         if e.recoveries == 1 and e.net_bitmap == 0 and 0 < len(e.resend) < len(missing):
             # fewer workers report the fragment lost than stay silent, and no switch sent any of
             # it here: most likely a switch multicast the result and only the reporters lost
