@@ -249,6 +249,7 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
                 w->path_rttvar[p] = 0.75 * w->path_rttvar[p] + 0.25 * fabs(w->path_srtt[p] - rtt);
                 w->path_srtt[p] = 0.875 * w->path_srtt[p] + 0.125 * rtt;
             }
+            if (w->later[idx] < 0) w->n_recovering--;     /* presumed lost, yet answered */
         } else {
             w->n_recovering--;
             if (w->retx[idx] == 1) rto_sample(&w->resend_rtt, now - w->resent_at[idx]);   /* one try */
@@ -270,12 +271,18 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     }
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
-        if (w->sub[e] == s && from_switch) {
-            /* fast retransmit: later results of the same sub-model overtook a pending fragment
-             * (not for the PS's results: Worker._on_result) */
-            if (++w->later[e] >= FAST_RETRANSMIT_AFTER) {
+        if (w->sub[e] == s && !from_switch) {
+            /* a later result from the PS: presumed lost, resent at its RACK deadline
+             * (Worker._on_result) */
+            if (w->later[e] >= 0) { w->later[e] = -1; w->n_recovering++; }
+            w_rack(w, e);
+        } else if (w->sub[e] == s) {
+            /* fast retransmit: later results of the same sub-model overtook a pending fragment */
+            int presumed = w->later[e] < 0;
+            w->later[e] = (presumed ? 0 : w->later[e]) + 1;
+            if (w->later[e] >= FAST_RETRANSMIT_AFTER) {
                 w->retx[e] = 1;
-                w->n_recovering++;
+                if (!presumed) w->n_recovering++;
                 w->timeout[e] = retry;
                 w->deadline[e] = now + retry;
                 w->resent_at[e] = now;
