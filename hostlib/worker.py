@@ -473,8 +473,9 @@ class Worker:
     def _arm_tail(self) -> None:
         """The round's last first copy is out (after a result of the round: its peers are
         sending): no fragment will be sent after the pending ones, so no later result can show
-        one of them lost — each gets its RACK deadline now (a tail loss probe), not an RTO. Measured in benchmarks/bench_loss.py: a lost last
-        fragment cost 1 % loss rounds a whole RTO floor (0.2 s of 0.4 s)."""
+        one of them lost — each gets its RACK deadline now (a tail loss probe), not an RTO.
+        Measured in benchmarks/bench_loss.py: a lost last fragment cost 1 % loss rounds a whole
+        RTO floor (0.2 s of 0.4 s)."""
         retransmitted = self._retransmitted
         for idx in self._pending:
             if not retransmitted[idx]:
