@@ -418,20 +418,21 @@ class Worker:
                 break                     # keys ascend: no earlier fragment is left
             if retransmitted[earlier]:
                 continue
-            if sub[earlier] == sub[idx] and not node:
-                # a later result the PS sent (node 0): this one is presumed lost — it no longer
-                # holds a window slot (marked -1) — but is resent only at its RACK deadline,
-                # unless its result comes first. The PS completes fragments as their
-                # contributions come, sees a lost first copy itself (its gap rule) and asks
-                # exactly the workers it lacks, so a resend at once would mostly cross its
-                # result and be answered again (ATP at 1 % loss in bench_loss.py: 4,519 ->
-                # 2,389 resends, rounds 1.31x -> 1.28x the lossless one), while holding the
-                # slot until then stalled the window at 5 % (9x -> 18x)
-                if later[earlier] >= 0:
-                    later[earlier] = -1
-                    self._recovering += 1
-                self._rack(earlier)
-            elif sub[earlier] == sub[idx]:
+            if sub[earlier] == sub[idx]:
+                if not node:
+                    # a later result the PS sent (node 0): this one is presumed lost — it no longer
+                    # holds a window slot (marked -1) — but is resent only at its RACK deadline,
+                    # unless its result comes first. The PS completes fragments as their
+                    # contributions come, sees a lost first copy itself (its gap rule) and asks
+                    # exactly the workers it lacks, so a resend at once would mostly cross its
+                    # result and be answered again (ATP at 1 % loss in bench_loss.py: 4,519 ->
+                    # 2,389 resends, rounds 1.31x -> 1.28x the lossless one), while holding the
+                    # slot until then stalled the window at 5 % (9x -> 18x)
+                    if later[earlier] >= 0:
+                        later[earlier] = -1
+                        self._recovering += 1
+                    self._rack(earlier)
+                    continue
                 # fast retransmit: results of later fragments of the same sub-model (same path,
                 # so in order) overtook this one: it was probably lost
                 presumed = later[earlier] < 0
