@@ -11,7 +11,8 @@
 #      (p4c-barefoot) on PATH, the TNA programs compile, and the bf-rt.json p4sim serves
 #      (python -m p4sim bfrt-json) agrees with the one the compiler writes; the INA program's
 #      is kept as p4src/tna/ina.bf-rt.json, which tests/bfrt/test_bfrt.py compares on every run
-#      (the schema is written even when table placement fails).
+#      (the schema is written even when table placement fails); with the open assembler (bfas)
+#      on PATH too, each compiled TNA program is assembled into its device binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -62,6 +63,15 @@ if [ -n "$tofino_cc" ]; then
         resources="$out/tna-$name/pipe/logs/resources.json"
         if [ -s "$resources" ]; then
             python3 docker/tofino_fit.py "$resources" || { echo "DOES NOT FIT: $p"; failed=1; }
+        fi
+        # the open assembler (built with the back end) turns the .bfa into the device binary;
+        # it refuses what the back end lets through (e.g. a stateful ALU driving more constants
+        # than it has ALUs, a constant it cannot hold)
+        bfa="$out/tna-$name/pipe/$name.bfa"
+        if [ -s "$bfa" ] && command -v bfas >/dev/null; then
+            bfas --target tofino -o "$out/tna-$name/pipe" "$bfa" \
+                && echo "bfas: $p assembled ($out/tna-$name/pipe/tofino.bin)" \
+                || { echo "FAILED with bfas: $p"; failed=1; }
         fi
         # p4sim's BfRuntime schema against the compiler's (names, keys, actions, data; not ids)
         bfrt="$out/tna-$name/bf-rt.json"

@@ -6,11 +6,15 @@ construct are checked here; stage, memory and hash-unit fit need the real compil
   - no shift, multiplication, division or modulo (Tofino 1's SALU has none; constant
     expressions are folded by the compiler and allowed);
   - at most 2 comparisons (the SALU has 2 comparison units; ``a == b`` and ``a != b`` are one
-    comparison, as are ``a < b`` and ``a >= b``);
+    comparison, as are ``a < b`` and ``a >= b``), none against the constant -2^31 (the back end
+    negates a comparison's constant, and 2^31 is not a constant the SALU can hold — bfas:
+    "constant value 2147483648 too large for stateful alu"; ``x != -2^31`` is ``x >= -(2^31-1)``);
   - at most 2 different updates of each register word (``value``, or each half of a paired
     register), each one operation on two operands (register word, metadata/header field or
     constant): the SALU has two ALUs per word; the result is one output value (the signature
-    has at most one ``out`` parameter);
+    has at most one ``out`` parameter), and at most 2 different non-zero constants are output
+    (they are driven through the high word's two ALUs; 0 is what an undriven output reads —
+    bfas: "instruction slot ... used multiple times");
   - only assignments, ``if``/``else``, blocks and local declarations as statements.
 * A register index (RegisterAction.execute, Register.read/write) is a plain field, a
   constant, or a ``Hash.get()`` result: arithmetic such as ``base + hash`` goes into a
@@ -45,6 +49,8 @@ _ALU_OPS = {"+", "-", "|+|", "|-|", "&", "|", "^"}
 SALU_COMPARISONS = 2
 SALU_ALUS_PER_WORD = 2
 SALU_PHV_INPUTS = 2
+SALU_CONSTANT_OUTPUTS = 2
+SALU_UNNEGATABLE = -(1 << 31)      # a comparison's constant is negated into a signed 32-bit one
 
 
 
@@ -98,6 +104,7 @@ class _SaluCheck:
         self.rv = params[1].name if len(params) > 1 else None
         self.comparisons: dict[tuple, ast.Expr] = {}
         self.updates: dict[str, dict[str, ast.Node]] = {}
+        self.constant_outputs: dict[int, ast.Node] = {}
         self.locals: set[str] = set()
 
     # ------------------------------------------------------------ statements
@@ -132,6 +139,8 @@ class _SaluCheck:
             self.forbidden_op(s.op, s)
             value = ast.BinOp(s.op, s.target, s.value, pos=s.pos)
         self.expr(value)
+        if isinstance(s.target, ast.Name) and s.target.name == self.rv:
+            self.constant_output(value, s)
         word = self.register_word(s.target)
         if word is None:
             return
@@ -145,6 +154,17 @@ class _SaluCheck:
         if len(ups) > SALU_ALUS_PER_WORD:
             raise _err(s, f"{self.what}: {len(ups)} different updates of '{word}', Tofino 1's "
                           f"stateful ALU has {SALU_ALUS_PER_WORD} ALUs per register word")
+
+    def constant_output(self, value: ast.Expr, s: ast.Assign) -> None:
+        ok, v, _ = self.c.try_const(value, self.scope)
+        if not ok or not isinstance(v, int) or v == 0:
+            return
+        self.constant_outputs.setdefault(v, s)
+        if len(self.constant_outputs) > SALU_CONSTANT_OUTPUTS:
+            raise _err(s, f"{self.what}: outputs {len(self.constant_outputs)} different non-zero "
+                          f"constants, Tofino 1's stateful ALU drives at most "
+                          f"{SALU_CONSTANT_OUTPUTS} (through its high word's ALUs); let one of "
+                          "the answers be 0, which an output the ALU does not drive reads")
 
     def register_word(self, target: ast.Expr) -> str | None:
         if isinstance(target, ast.Name) and target.name == self.value:
@@ -212,6 +232,13 @@ class _SaluCheck:
         self.expr(e)
 
     def comparison(self, e: ast.BinOp) -> None:
+        for side in (e.left, e.right):
+            ok, v, _ = self.c.try_const(side, self.scope)
+            if ok and v == SALU_UNNEGATABLE:
+                raise _err(e, f"{self.what}: a comparison with -2^31: the Tofino back end negates "
+                              "the constant into 2^31, which the stateful ALU cannot hold (bfas: "
+                              "'constant value 2147483648 too large'); compare with "
+                              "-(2^31 - 1) instead (x != -2^31 is x >= -(2^31 - 1))")
         a, b = _render(e.left), _render(e.right)
         if e.op in ("==", "!="):
             key: tuple = ("eq", frozenset((a, b)))

@@ -27,11 +27,14 @@ const bit<8> OWNER_CLAIMED = 1;
 const bit<8> OWNER_MATCH   = 2;
 
 // Where a fragment or a lookup stands once the owner registers have answered (agg_round's
-// table writes it; the parser starts it at SIT_OTHER).
-const bit<8> SIT_OTHER = 0;         // another key holds the aggregator (or no owner: lookup)
+// table writes it; the parser starts it at SIT_OTHER). SIT_NEWER is 0 because agg_round_check
+// outputs three answers and a Tofino 1 stateful ALU drives at most two constants (its two
+// high-half ALUs); 0 is what it outputs when it drives none (bfas: "instruction slot used
+// multiple times" otherwise).
+const bit<8> SIT_NEWER = 0;         // same key, the packet's round is newer: reclaim the stale partial
 const bit<8> SIT_CLAIM = 1;         // the fragment claimed a free aggregator
 const bit<8> SIT_SAME  = 2;         // same key and round: merge and add
-const bit<8> SIT_NEWER = 3;         // same key, the packet's round is newer: reclaim the stale partial
+const bit<8> SIT_OTHER = 3;         // another key holds the aggregator (or no owner: lookup)
 const bit<8> SIT_OLDER = 4;         // same key, the packet is from a finished round
 const bit<8> SIT_OWNED = 5;         // a lookup found its own key and round
 
@@ -446,7 +449,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     };                                                                                 \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = {             \
         void apply(inout int<32> value) {                                              \
-            if (value != 0x7fffffff && value != -0x7fffffff - 1) {                     \
+            if (value != 0x7fffffff && value >= -0x7fffffff) {                       \
                 value = value |+| hdr.lanes.v##i;                                      \
             }                                                                          \
         }                                                                              \

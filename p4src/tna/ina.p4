@@ -89,6 +89,13 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
     }
 }
 
+// The owner and round registers' outputs feed both these 8-bit answers and 32-bit header
+// fields (the swap's old key); the open back end gives each SALU output one 32-bit action-bus
+// slot, which bfas refuses to write into a 16-bit container ("action bus slice (0..31) can't fit
+// in a single slot for 16 bit access"), so the answers live in 32-bit containers.
+@pa_container_size("ingress", "meta.hi_res", 32)
+@pa_container_size("ingress", "meta.lo_res", 32)
+@pa_container_size("ingress", "meta.situation", 32)
 control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,

@@ -80,6 +80,26 @@ def test_at_most_two_updates_per_register_word(tmp_path: Path) -> None:
              "value = value + hdr.agg.value;")
 
 
+def test_at_most_two_nonzero_constants_output(tmp_path: Path) -> None:
+    ok = _body("            if (value == hdr.agg.value) { rv = 2; }\n"
+               "            else if (value < hdr.agg.value) { value = hdr.agg.value; rv = 0; }\n"
+               "            else { rv = 4; }\n")
+    _load(tmp_path, ok)                       # 0 is the undriven output: two constants driven
+    bad = ok.replace("rv = 0;", "rv = 3;")
+    _refused(tmp_path, bad, r"outputs 3 different non-zero constants, Tofino 1's stateful ALU "
+                            r"drives at most 2", "rv = 4;")
+
+
+def test_no_comparison_with_minus_two_to_the_31(tmp_path: Path) -> None:
+    bad = _body("            if (value != -0x7fffffff - 1) { value = value + hdr.agg.value; }\n"
+                "            rv = value;\n")
+    _refused(tmp_path, bad, r"a comparison with -2\^31: the Tofino back end negates the constant",
+             "value != -0x7fffffff - 1")
+    ok = _body("            if (value != 0x7fffffff) { value = value + hdr.agg.value; }\n"
+               "            rv = value;\n")
+    _load(tmp_path, ok)
+
+
 def test_update_is_one_operation_on_two_operands(tmp_path: Path) -> None:
     bad = _body("            value = value + hdr.agg.value + hdr.agg.sum;\n            rv = value;\n")
     _refused(tmp_path, bad, r"expression too complex for Tofino 1's stateful ALU",
