@@ -14,6 +14,10 @@ Two tools here, both pure (``emulation.run`` and ``emulation.train`` run the pro
   in-process twin). The rate at which a round's busiest link needs ``HEADROOM × T_cpu`` is the
   fastest at which that link, not the CPU, is the bottleneck; the smallest over the schemes (and
   jobs) is chosen, so every scheme is compared on the same, link-bound, fabric.
+* A lossy round costs the machine more than a lossless one (resends, the PS's recovery, every
+  frame of it through the switch processes): :func:`loss_cpu_factor` — a second probe at the
+  run's highest loss, whose CPU time (:func:`cpu_busy_seconds`, busy time over all cores, not
+  its wall time, which the recovery timers stretch) over the lossless probe's scales ``T_cpu``.
 """
 from __future__ import annotations
 
@@ -43,11 +47,15 @@ class Choice:
     cpu_seconds: float             # the deciding round's CPU time at M
     ideal_seconds: float           # its link-rate ideal at link_mbps
     headroom: float
+    loss: float = 0.0              # the highest loss the rate must keep link-bound
+    cpu_factor: float = 1.0        # a round at that loss over a lossless one, in CPU time
 
     def explain(self, probe: str) -> str:
+        lossy = (f" at {self.loss:g} loss ({self.cpu_factor:.2f}× the lossless round's CPU time, measured "
+                 f"by a second probe at that loss)" if self.loss else "")
         return (f"--link-mbps auto: {self.link_mbps:g} Mb/s. {probe}: this machine moved "
                 f"{self.machine_bytes_per_s * 8 / 1e6:.0f} Mb/s over all links together, so "
-                f"{self.deciding}'s round needs {self.cpu_seconds:.2f} s of CPU; at {self.link_mbps:g} Mb/s its "
+                f"{self.deciding}'s round needs {self.cpu_seconds:.2f} s of CPU{lossy}; at {self.link_mbps:g} Mb/s its "
                 f"busiest link needs {self.ideal_seconds:.2f} s ({self.ideal_seconds / self.cpu_seconds:.1f}× that, "
                 f"headroom {self.headroom:g}), so the links, not the CPU, set the pace")
 
@@ -61,11 +69,15 @@ def nice_floor(x: float) -> float:
 
 
 def choose_link_mbps(probe_seconds: float, probe_total_bytes: float, ref_mbps: float,
-                     traffic: Mapping[str, Traffic], headroom: float = HEADROOM) -> Choice:
+                     traffic: Mapping[str, Traffic], headroom: float = HEADROOM, *, loss: float = 0.0,
+                     cpu_factor: float = 1.0) -> Choice:
     """The fastest link rate (Mb/s, two significant digits, rounded down) at which every round
     of ``traffic`` (name → its twin counts at ``ref_mbps``) keeps its busiest link busy for
     ``headroom`` × the CPU time the probe implies (``probe_total_bytes`` over all links took
-    ``probe_seconds`` on this machine)."""
+    ``probe_seconds`` on this machine), times ``cpu_factor`` for rounds at ``loss``
+    (:func:`loss_cpu_factor`)."""
+    if not cpu_factor >= 1.0:
+        raise ValueError(f"cpu_factor {cpu_factor}: at least 1")
     if not probe_seconds > 0 or not probe_total_bytes > 0:
         raise ValueError("the probe moved nothing: cannot calibrate")
     if not traffic:
@@ -73,14 +85,40 @@ def choose_link_mbps(probe_seconds: float, probe_total_bytes: float, ref_mbps: f
     machine = probe_total_bytes / probe_seconds
     best: tuple[float, str, float] | None = None
     for name, t in traffic.items():
-        cpu = t.total_bytes / machine
+        cpu = t.total_bytes / machine * cpu_factor
         # the ideal grows as the rate drops: seconds(r) = t.seconds × ref / r >= headroom × cpu
         rate = ref_mbps * t.seconds / (headroom * cpu)
         if best is None or rate < best[0]:
             best = (rate, name, cpu)
     rate, name, cpu = best               # type: ignore[misc]
     chosen = nice_floor(rate)
-    return Choice(chosen, name, machine, cpu, traffic[name].seconds * ref_mbps / chosen, headroom)
+    return Choice(chosen, name, machine, cpu, traffic[name].seconds * ref_mbps / chosen, headroom, loss, cpu_factor)
+
+
+def busy_seconds(proc_stat: str, ticks_per_s: float) -> float:
+    """CPU time spent busy over all cores (s) from /proc/stat's text: the first ("cpu") line's
+    user, nice, system, irq, softirq and steal ticks (idle and iowait left out)."""
+    for line in proc_stat.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            ticks = [int(v) for v in fields[1:]]
+            user, nice, system, _idle, _iowait, irq, softirq, steal = (ticks + [0] * 8)[:8]
+            return (user + nice + system + irq + softirq + steal) / ticks_per_s
+    raise ValueError("/proc/stat: no 'cpu' line")
+
+
+def cpu_busy_seconds() -> float:
+    """This machine's busy CPU time so far (s, all cores), for differences around a probe."""
+    with open("/proc/stat") as f:
+        return busy_seconds(f.read(), os.sysconf("SC_CLK_TCK"))
+
+
+def loss_cpu_factor(lossless_cpu_s: float, lossy_cpu_s: float) -> float:
+    """How many times the lossless round's CPU time a lossy round takes (at least 1: a lossy
+    round never gets a faster rate than the lossless one)."""
+    if not lossless_cpu_s > 0:
+        raise ValueError("the lossless probe used no CPU time: cannot scale it")
+    return max(1.0, lossy_cpu_s / lossless_cpu_s)
 
 
 def pace_note(busy: float, ratio_to_ideal: float, what: str) -> str:
@@ -128,4 +166,4 @@ def machine() -> str:
 
 
 __all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "Traffic", "Choice", "nice_floor", "choose_link_mbps",
-           "pace_note", "parse_link_mbps", "cpu_model", "machine"]
+           "busy_seconds", "cpu_busy_seconds", "loss_cpu_factor", "pace_note", "parse_link_mbps", "cpu_model", "machine"]

@@ -17,7 +17,9 @@ check every worker's result is exact in every round. Writes under ``--out``: res
 scheme and job: JCT, mean round time and its ratio to the link-rate ideal, PS ingress,
 in-network fraction, preemptions, resends), rounds.csv (per round), summary.md and a PNG
 (emulation.plots: mean round vs its link-rate ideal, JCT, time per round, PS ingress, in-network
-fraction, resends and preemptions).
+fraction, resends and preemptions). ``--loss 0,0.01,0.05`` runs every scheme at each drop rate
+over the same links (one ``--link-mbps auto`` calibration, which keeps the lossiest rounds
+link-bound) and gives each row its mean round over the lossless one (``x_lossless``).
 """
 from __future__ import annotations
 
@@ -47,8 +49,8 @@ from hostlib.protocol import HEADER_LEN, MAX_WORKERS
 
 from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
-from .calibrate import (BUSY_LINK_BOUND, PROBE_MBPS, Choice, Traffic, choose_link_mbps, machine, pace_note,
-                        parse_link_mbps)
+from .calibrate import (BUSY_LINK_BOUND, PROBE_MBPS, Choice, Traffic, choose_link_mbps, cpu_busy_seconds,
+                        loss_cpu_factor, machine, pace_note, parse_link_mbps)
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
 from .inprocess import run_jobs as run_inprocess
@@ -70,6 +72,7 @@ class RoundResult:
     start: float = 0.0                  # the job's start, s after the common start
     busiest_link: str = ""              # the link that carried the most (at its rate) until every worker was done
     busiest_link_seconds: float = 0.0   # how long that took it at its rate: its busy time (all jobs)
+    cpu_seconds: float = 0.0            # the machine's busy CPU time (all cores) over the same span (all jobs)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -231,6 +234,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
         time.sleep(0.05)
     workers = [w for d in fd.jobs for w in d.workers]
     before = _link_counters(net)
+    cpu0 = cpu_busy_seconds()
     t0 = time.time() + 0.3
     (workdir / "go").write_text(f"{t0}\n")
     # workers finish their rounds, then linger to answer the PS until every one is done
@@ -246,6 +250,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
                 reported = done
         time.sleep(0.05)
     wall = time.time() - t0
+    cpu = cpu_busy_seconds() - cpu0
     done = _link_counters(net)
     (workdir / "finish").write_text("finish\n")
     for w in workers:
@@ -272,7 +277,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     return [RoundResult(fd.scheme, [reports[w]["jobs"][str(d.job_id)] for w in d.workers], reports[d.ps],
                         switch_tx, wall, job=d.job_id, start=starts.get(d.job_id, 0.0),
                         busiest_link="→".join(busiest) if busiest else "",
-                        busiest_link_seconds=busy[busiest] if busiest else 0.0) for d in fd.jobs]
+                        busiest_link_seconds=busy[busiest] if busiest else 0.0, cpu_seconds=cpu) for d in fd.jobs]
 
 
 def _rounds_done(progress_file: Path) -> int:
@@ -313,6 +318,8 @@ class SchemeRun:
     lanes: int = LANES                  # gradient lanes per packet of the program that ran
     bounds: dict[int, LinkBound] = field(default_factory=dict)   # job id → its round's link-rate ideal
     dropped: int | None = None          # frames the switches' loss impairment dropped (all jobs; None: not known)
+    loss: float = 0.0                   # the switches' drop rate
+    label: str = ""                     # how plots name it (the scheme, or with its loss when a run has several)
 
 
 @dataclass
@@ -406,7 +413,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     if dropped is not None:
         log(f"[{scheme}] the switches dropped {dropped} frames; the workers resent {resent} fragments"
             + (f" ({resent / dropped:.2f} resends per dropped frame)" if dropped else ""))
-    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds, dropped)
+    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds, dropped, loss)
 
 
 def esa_inputs(fd: FabricDeployment, specs: Mapping[int, JobSpec], bounds: Mapping[int, LinkBound],
@@ -635,12 +642,13 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
     return rows
 
 
-ROUND_COLUMNS = ["scheme", "job", "round", "seconds", "exact", "worker_resent", "worker_fast_resent", "participants"]
+ROUND_COLUMNS = ["scheme", "loss", "job", "round", "seconds", "exact", "worker_resent", "worker_fast_resent", "participants"]
 
 
 def round_rows(runs: list[SchemeRun]) -> list[dict[str, Any]]:
     """rounds.csv's rows: one per (scheme, job, round)."""
-    return [{"scheme": run.scheme, "job": res.job, **{k: (round(v, 3) if isinstance(v, float) else v)
+    return [{"scheme": run.scheme, "loss": run.loss, "job": res.job,
+             **{k: (round(v, 3) if isinstance(v, float) else v)
                                                       for k, v in r.items()}}
             for run in runs for res in run.jobs for r in res.per_round()]
 
@@ -659,9 +667,20 @@ SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "id
                    "worker_resent", "dropped", "resends_per_drop", "ina_switches"]
 
 
+def add_x_lossless(rows: list[dict[str, Any]]) -> None:
+    """Each row's ``x_lossless``: its mean round over the lossless row of the same scheme and
+    job ("" without one)."""
+    lossless = {(r["scheme"], r["job"]): r["mean_round_s"] for r in rows if r["loss"] == 0}
+    for r in rows:
+        base = lossless.get((r["scheme"], r["job"]))
+        r["x_lossless"] = round(r["mean_round_s"] / base, 2) if base else ""
+
+
 def pace_notes(rows: list[dict[str, Any]]) -> list[str]:
     """Per results row, who set the pace (emulation.calibrate.pace_note): CPU-bound rows say so."""
-    return [pace_note(r["busy_share"], r["ratio_to_ideal"], f"{r['scheme']} job {r['job']}") for r in rows]
+    return [pace_note(r["busy_share"], r["ratio_to_ideal"],
+                      f"{r['scheme']} job {r['job']}" + (f" at {r['loss']:g} loss" if "x_lossless" in r else ""))
+            for r in rows]
 
 
 def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, title: str, png: str,
@@ -674,7 +693,8 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
-    cols = SUMMARY_COLUMNS
+    cols = SUMMARY_COLUMNS if "x_lossless" not in rows[0] else (
+        SUMMARY_COLUMNS[:1] + ["loss"] + SUMMARY_COLUMNS[1:6] + ["x_lossless"] + SUMMARY_COLUMNS[6:])
     lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     if notes:
@@ -691,9 +711,14 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
               "fragments that switches aggregated (not received plain by the PS); preemptions: partials the "
               "PS received because ESA swapped them out; worker_resent: fragments the job's workers resent; dropped: "
               "frames the switches' loss impairment (--loss) dropped over the whole net, every job and frame kind; "
-              "resends_per_drop: worker_resent / dropped.", ""]
+              "resends_per_drop: worker_resent / dropped"
+              + ("; x_lossless: mean round / the same scheme and job's lossless mean round, on the same links."
+                 if "x_lossless" in cols else "."), ""]
     (out / "summary.md").write_text("\n".join(lines))
-    plot_run(rows, round_rows(runs), out / png, title)
+    # a run of several losses plots each (scheme, loss) as its own series
+    label = {(run.scheme, run.loss): run.label or run.scheme for run in runs}
+    plot_run([{**r, "scheme": label.get((r["scheme"], r["loss"]), r["scheme"])} for r in rows],
+             [{**r, "scheme": label[(r["scheme"], r["loss"])]} for r in round_rows(runs)], out / png, title)
 
 
 def parse_list(text: str, kind: Callable[[str], Any], what: str) -> list[Any]:
@@ -712,8 +737,11 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
         raise ValueError(f"--k {args.k}: a fat-tree needs an even k >= 2")
     if args.topology == "leaf-spine" and args.k < 1:
         raise ValueError(f"--k {args.k}: a leaf-spine needs k >= 1")
-    if not 0.0 <= args.loss < 1.0:
-        raise ValueError(f"--loss {args.loss}: a drop rate in [0, 1)")
+    args.losses = parse_list(str(args.loss), float, "--loss")
+    if not all(0.0 <= loss < 1.0 for loss in args.losses):
+        raise ValueError(f"--loss {args.loss}: drop rates in [0, 1)")
+    if len(set(args.losses)) != len(args.losses):
+        raise ValueError(f"--loss {args.loss}: a rate is listed twice")
     if args.arch == "tna" and args.switch == "bmv2":
         raise ValueError("--arch tna runs on p4sim (bmv2 has no TNA target)")
     pool_limit = SWITCH_KINDS[switch_kind(args)].pool_limit
@@ -723,7 +751,7 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
         why = bmv2_unavailable_reason()
         if why:
             raise ValueError(why)
-        if args.loss:
+        if any(args.losses):
             raise ValueError("--loss needs --switch p4sim (bmv2 has no loss injection)")
     if not 0.0 <= args.programmable <= 1.0:
         raise ValueError(f"--programmable {args.programmable}: a fraction in [0, 1]")
@@ -781,12 +809,13 @@ def switch_kind(args: argparse.Namespace) -> str:
 
 def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], prepared: Mapping[str, PreparedScheme],
                         *, workdir: Path, window: int, seed: int, timeout: float, rto: dict[str, float] | None,
-                        pool: int, switch: str,
+                        pool: int, switch: str, loss: float = 0.0,
                         log: Callable[[str], None] = print) -> Choice:
     """``--link-mbps auto``: one lossless probe round of every job at once, on links too fast to
     matter (PROBE_MBPS), with the scheme whose traffic leans on the CPU most (most bytes over all
-    links per byte on its busiest one); then emulation.calibrate.choose_link_mbps over every
-    scheme's twin counts (``prepared``)."""
+    links per byte on its busiest one); with ``loss``, a second probe at that loss, whose CPU time
+    over the first's scales the CPU a round needs (emulation.calibrate.loss_cpu_factor); then
+    emulation.calibrate.choose_link_mbps over every scheme's twin counts (``prepared``)."""
     ref = prepared[next(iter(prepared))].bw_scale
     ref_mbps = bw_scale_for(topo, 1.0) / ref
     traffic = {f"{name} job {j}" if len(b) > 1 else name: Traffic(x.seconds, x.total_bytes)
@@ -807,10 +836,20 @@ def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], p
     totals = {round(b.total_bytes) for b in pp.bounds.values()}
     total = pp.bounds[next(iter(pp.bounds))].total_bytes if len(totals) == 1 else sum(
         b.total_bytes for b in pp.bounds.values())
-    choice = choose_link_mbps(seconds, total, ref_mbps, traffic)
     log(f"[auto] probe round {seconds:.2f} s ({time.time() - t:.0f} s with the network's set-up), "
-        f"{total / 1e6:.1f} MB over all links")
-    return choice
+        f"{total / 1e6:.1f} MB over all links, {run.jobs[0].cpu_seconds:.2f} s of CPU")
+    factor = 1.0
+    if loss > 0:
+        log(f"[auto] second probe: the same round at {loss:g} loss, for the CPU time recovery adds")
+        lossy = run_scheme(topo, jobs, probe_specs, probe, loss=loss, workdir=workdir, bw_scale=bw_probe,
+                           window=window, seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch,
+                           log=lambda _: None, prepared=pp)
+        if not all(r.exact for r in lossy.jobs):
+            raise RuntimeError(f"--link-mbps auto: the probe round of {probe} at {loss:g} loss was not exact")
+        factor = loss_cpu_factor(run.jobs[0].cpu_seconds, lossy.jobs[0].cpu_seconds)
+        log(f"[auto] probe round at {loss:g} loss: {max(r.completion for r in lossy.jobs):.2f} s, "
+            f"{lossy.jobs[0].cpu_seconds:.2f} s of CPU ({factor:.2f}× the lossless round's)")
+    return choose_link_mbps(seconds, total, ref_mbps, traffic, loss=loss, cpu_factor=factor)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -842,7 +881,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if auto:
         try:
             choice = calibrate_link_rate(topo, jobs, specs, prepared, workdir=out / "probe", timeout=args.timeout,
-                                         rto=rto, log=print, **runs_with)  # type: ignore[arg-type]
+                                         rto=rto, loss=max(args.losses), log=print,
+                                         **runs_with)  # type: ignore[arg-type]
         except (RuntimeError, ValueError) as e:
             print(f"emulation.run: {e}", file=sys.stderr)
             return 1
@@ -855,21 +895,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs: list[SchemeRun] = []
     rows: list[dict[str, Any]] = []
     per_scheme = sum(s.rounds for s in specs)
-    with tqdm(total=len(schemes) * per_scheme, unit="round", disable=args.quiet, file=sys.stderr) as bar:
+    several = len(args.losses) > 1
+    with tqdm(total=len(schemes) * len(args.losses) * per_scheme, unit="round", disable=args.quiet,
+              file=sys.stderr) as bar:
         for scheme in schemes:
-            bar.set_description(scheme)
-            shown = bar.n
-            run = run_scheme(topo, jobs, specs, scheme, loss=args.loss, workdir=out / "runs", bw_scale=bw_scale,
-                             timeout=args.timeout, rto=rto, log=tqdm.write, progress=bar.update,
-                             prepared=prepared[scheme], jitter=args.jitter, **runs_with)  # type: ignore[arg-type]
-            bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
-            runs.append(run)
-            new = summarise(run, specs, args.loss, link_mbps)
-            for n in pace_notes(new):
-                tqdm.write(f"[{scheme}] {n}")
-            rows += new
+            for loss in args.losses:
+                label = f"{scheme} at {loss:g} loss" if several else scheme
+                bar.set_description(label)
+                shown = bar.n
+                run = run_scheme(topo, jobs, specs, scheme, loss=loss, workdir=out / "runs", bw_scale=bw_scale,
+                                 timeout=args.timeout, rto=rto, log=tqdm.write, progress=bar.update,
+                                 prepared=prepared[scheme], jitter=args.jitter, **runs_with)  # type: ignore[arg-type]
+                bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
+                if several:
+                    run.label = label
+                runs.append(run)
+                new = summarise(run, specs, loss, link_mbps)
+                for n in pace_notes(new):
+                    tqdm.write(f"[{label}] {n}")
+                rows += new
+    if several:
+        add_x_lossless(rows)
     write_rounds(runs, out)
-    title = (f"{topo.name}, {args.jobs} job(s) × {args.workers} workers, {args.mb} MB, loss {args.loss}, "
+    title = (f"{topo.name}, {args.jobs} job(s) × {args.workers} workers, {args.mb} MB, loss {', '.join(map(str, args.losses))}, "
              f"{link_mbps:g} Mb/s links{' (auto)' if auto else ''}; {machine()}")
     png = f"{args.topology}.png"
     write_outputs(rows, runs, out, title, png, notes + pace_notes(rows))
@@ -920,7 +968,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--pool", type=int, default=None,
                     help="aggregators per switch (a power of two; default: the program's registers, "
                          "16384 v1model, 8192 tna). Small pools make jobs contend for them (ESA's setting)")
-    ap.add_argument("--loss", type=float, default=0.0, help="drop rate of every switch port (e.g. 0.01)")
+    ap.add_argument("--loss", default="0",
+                    help="drop rate of every switch port (e.g. 0.01), or a comma-separated list (0,0.01,0.05): "
+                         "each scheme then runs at every rate over the same links, and each row's x_lossless is "
+                         "its mean round over the same scheme and job's round at rate 0 (when 0 is listed); "
+                         "--link-mbps auto then keeps the highest rate's rounds link-bound")
     ap.add_argument("--link-mbps", default=str(LINK_MBPS), metavar="MBPS|auto",
                     help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it. auto: a "
                          f"probe round on {PROBE_MBPS:g} Mb/s links times this machine, and the rate is chosen so "

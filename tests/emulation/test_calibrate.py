@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from controller.deploy import DEFAULT_POOL, deploy_jobs
-from emulation.calibrate import BUSY_LINK_BOUND, Traffic, choose_link_mbps, machine, nice_floor, pace_note
+from emulation.calibrate import (BUSY_LINK_BOUND, Traffic, busy_seconds, choose_link_mbps, cpu_busy_seconds,
+                                 loss_cpu_factor, machine, nice_floor, pace_note)
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs as run_inprocess
-from emulation.run import main, plan_scheme
+from emulation.run import add_x_lossless, main, plan_scheme
 from hostlib.protocol import frame_fields
 from hostlib.worker import Worker
 
@@ -78,3 +79,46 @@ def test_link_rate_must_be_a_rate_or_auto(rate: str, what: str, capsys: pytest.C
     assert main(["fattree", "--link-mbps", rate]) == 2
     err = capsys.readouterr().err
     assert "--link-mbps" in err and what in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("loss,what", [("0,x", "comma-separated list of numbers"), ("0,1.5", "drop rates in [0, 1)"),
+                                       ("0.01,0.01", "listed twice"), ("-0.1", "drop rates in [0, 1)")])
+def test_loss_is_a_rate_or_a_list_of_rates(loss: str, what: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fattree", "--loss", loss]) == 2
+    err = capsys.readouterr().err
+    assert "--loss" in err and what in err and len(err.strip().splitlines()) == 1
+
+
+def test_busy_cpu_time_leaves_idle_and_iowait_out() -> None:
+    stat = ("cpu  100 20 30 5000 40 6 4 10 0 0\n"
+            "cpu0 50 10 15 2500 20 3 2 5 0 0\n"
+            "intr 12345\n")
+    assert busy_seconds(stat, 100) == pytest.approx((100 + 20 + 30 + 6 + 4 + 10) / 100)
+    with pytest.raises(ValueError):
+        busy_seconds("intr 1\n", 100)
+    assert cpu_busy_seconds() > 0
+
+
+def test_a_lossy_round_scales_the_cpu_time_and_so_slows_the_rate() -> None:
+    assert loss_cpu_factor(2.0, 3.0) == pytest.approx(1.5)
+    assert loss_cpu_factor(2.0, 1.5) == 1.0              # never faster than the lossless rate
+    with pytest.raises(ValueError):
+        loss_cpu_factor(0.0, 1.0)
+    traffic = {"goat": Traffic(2.5, 90e6)}
+    plain = choose_link_mbps(4.0, 100e6, 20.0, traffic)
+    lossy = choose_link_mbps(4.0, 100e6, 20.0, traffic, loss=0.01, cpu_factor=1.5)
+    assert lossy.cpu_seconds == pytest.approx(1.5 * plain.cpu_seconds)
+    assert lossy.link_mbps == nice_floor(20.0 * 2.5 / (1.6 * 1.5 * 90e6 / 25e6))
+    assert lossy.link_mbps < plain.link_mbps
+    assert "0.01 loss (1.50× the lossless round's CPU time" in lossy.explain("probe")
+    assert "loss" not in plain.explain("probe")
+    with pytest.raises(ValueError):
+        choose_link_mbps(4.0, 100e6, 20.0, traffic, cpu_factor=0.5)
+
+
+def test_each_row_gets_its_round_over_the_lossless_one() -> None:
+    rows = [{"scheme": "goat", "job": 1, "loss": 0.0, "mean_round_s": 0.8},
+            {"scheme": "goat", "job": 1, "loss": 0.01, "mean_round_s": 1.0},
+            {"scheme": "atp", "job": 1, "loss": 0.01, "mean_round_s": 2.0}]
+    add_x_lossless(rows)
+    assert [r["x_lossless"] for r in rows] == [1.0, 1.25, ""]
