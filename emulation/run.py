@@ -852,6 +852,17 @@ def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], p
     return choose_link_mbps(seconds, total, ref_mbps, traffic, loss=loss, cpu_factor=factor)
 
 
+def host_timers(rto_min: float, rto_max: float, link_mbps: float) -> dict[str, float]:
+    """The hosts' RTO settings on links of ``link_mbps``: the initial RTO and the ceiling are
+    the given ones at LINK_MBPS (their reference) and grow as slower links stretch every round
+    trip (time dilation: a 1 Mb/s fabric is a 20 Mb/s one slowed down 20x, its round trips with
+    it); the floor guards against this machine's scheduling delays, which do not stretch, and
+    stays."""
+    dilation = max(1.0, LINK_MBPS / link_mbps)
+    initial = min(max(rto_min, 0.3), rto_max)
+    return {"minimum": rto_min, "initial": initial * dilation, "maximum": rto_max * dilation}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         topo, jobs, specs, schemes = check_args(args)
@@ -871,7 +882,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for j, sp in zip(jobs, specs):
         print(f"  {j.name}: workers {', '.join(j.workers)}, PS {', '.join(j.ps)}; {sp.mb} MB in {len(j.submodels)} "
               f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
-    rto = {"minimum": args.rto_min, "initial": min(max(args.rto_min, 0.3), args.rto_max), "maximum": args.rto_max}
+    rto = host_timers(args.rto_min, args.rto_max, PROBE_MBPS if auto else ref_mbps)
     common = dict(window=args.window, seed=args.seed + 1, pool=args.pool, switch=switch_kind(args))
     runs_with = dict(common)
     ref_scale = bw_scale_for(topo, ref_mbps)
@@ -892,6 +903,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         notes.append(why_rate)
     link_mbps = float(args.link_mbps)
     bw_scale = bw_scale_for(topo, link_mbps)
+    rto = host_timers(args.rto_min, args.rto_max, link_mbps)
+    if link_mbps < LINK_MBPS:
+        timers = (f"hosts' RTO: initial {rto['initial']:.2f} s, ceiling {rto['maximum']:.2f} s ({LINK_MBPS:g}/"
+                  f"{link_mbps:g} times those at {LINK_MBPS:g} Mb/s: slower links stretch the round trips), "
+                  f"floor {rto['minimum']:g} s")
+        print(timers)
+        notes.append(timers)
     runs: list[SchemeRun] = []
     rows: list[dict[str, Any]] = []
     per_scheme = sum(s.rounds for s in specs)
@@ -993,9 +1011,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "fires spuriously when the machine is busy (0.03: 278-382 resends in a lossless "
                          "5-round GOAT run at load 10, 0.2: none)")
     ap.add_argument("--rto-max", type=float, default=0.5,
-                    help="ceiling of the hosts' retransmission timeout (s, default 0.5). An aggregate's "
-                         "round-trip includes waiting for the other workers (and their recoveries), which "
-                         "inflates TCP's estimate under loss; the ceiling keeps recovery prompt")
+                    help="ceiling of the hosts' retransmission timeout (s, default 0.5) on 20 Mb/s links; "
+                         "slower links scale it and the initial RTO (0.3 s) by 20/rate, as they stretch every "
+                         "round trip (at 1 Mb/s a 0.5 s ceiling, below the round trip of a window, set off "
+                         "timeout storms). An aggregate's round-trip includes waiting for the other workers "
+                         "(and their recoveries), which inflates TCP's estimate under loss; the ceiling keeps "
+                         "recovery prompt")
     ap.add_argument("--rounds", type=int, default=1,
                     help="all-reduce rounds per job, each with fresh gradients (training iterations)")
     ap.add_argument("--seed", type=int, default=0)

@@ -11,7 +11,7 @@ from emulation.calibrate import (BUSY_LINK_BOUND, Traffic, busy_seconds, choose_
                                  loss_cpu_factor, machine, nice_floor, pace_note)
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs as run_inprocess
-from emulation.run import add_x_lossless, main, plan_scheme
+from emulation.run import add_x_lossless, host_timers, main, plan_scheme
 from hostlib.protocol import frame_fields
 from hostlib.worker import Worker
 
@@ -122,3 +122,11 @@ def test_each_row_gets_its_round_over_the_lossless_one() -> None:
             {"scheme": "atp", "job": 1, "loss": 0.01, "mean_round_s": 2.0}]
     add_x_lossless(rows)
     assert [r["x_lossless"] for r in rows] == [1.0, 1.25, ""]
+
+
+def test_slower_links_stretch_the_initial_rto_and_its_ceiling_not_its_floor() -> None:
+    assert host_timers(0.2, 0.5, 20.0) == {"minimum": 0.2, "initial": 0.3, "maximum": 0.5}
+    assert host_timers(0.2, 0.5, 1000.0) == {"minimum": 0.2, "initial": 0.3, "maximum": 0.5}
+    slow = host_timers(0.2, 0.5, 2.0)
+    assert slow["minimum"] == 0.2
+    assert slow["initial"] == pytest.approx(3.0) and slow["maximum"] == pytest.approx(5.0)
