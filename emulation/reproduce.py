@@ -29,14 +29,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
-from .calibrate import BUSY_LINK_BOUND, machine
+from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, machine
 from .experiment import JobSpec, build_topology, bw_scale_for, place_jobs
 from .net import mininet_unavailable_reason
 from .plots import mean_sd, num
-from .run import (MULTI_PS, calibrate_link_rate, prepare_scheme, round_rows, run_scheme,
+from .run import (MULTI_PS, calibrate_link_rate, host_timers, prepare_scheme, round_rows, run_scheme,
                   summarise)
 
-RTO = {"minimum": 0.2, "initial": 0.3, "maximum": 0.5}      # emulation.run's defaults
+RTO_MIN, RTO_MAX = 0.2, 0.5         # emulation.run's defaults (host_timers stretches them on slow links)
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,8 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
         single = [s for s in setting.schemes if not (s in MULTI_PS and setting.ps_per_job > 1)]
         prepared = {s: prepare_scheme(topo, jobs, specs, s, bw_scale=ref, log=lambda _: None, **common)  # type: ignore[arg-type]
                     for s in single}
-        choice = calibrate_link_rate(topo, jobs, specs, prepared, workdir=out / "probe", timeout=300.0, rto=RTO,
+        choice = calibrate_link_rate(topo, jobs, specs, prepared, workdir=out / "probe", timeout=300.0,
+                                     rto=host_timers(RTO_MIN, RTO_MAX, PROBE_MBPS),
                                      log=log, **common)  # type: ignore[arg-type]
         link_mbps = choice.link_mbps
         log(f"[{setting.comparison}: {setting.name}] link rate {link_mbps:g} Mb/s")
@@ -151,8 +152,8 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
     for scheme in setting.schemes:
         topo, jobs = placed(scheme)
         done = run_scheme(topo, jobs, specs, scheme, loss=0.0, workdir=out / "runs", bw_scale=bw_scale_for(topo, rate),
-                          timeout=300.0, rto=RTO, log=log, progress=progress, jitter=setting.jitter,
-                          **common)  # type: ignore[arg-type]
+                          timeout=300.0, rto=host_timers(RTO_MIN, RTO_MAX, rate), log=log, progress=progress,
+                          jitter=setting.jitter, **common)  # type: ignore[arg-type]
         tag = {"comparison": setting.comparison, "setting": setting.name, "run": run, "link_mbps": rate}
         results += [{**tag, **r} for r in summarise(done, specs, 0.0, rate)]
         rounds += [{**tag, **r} for r in round_rows([done])]
