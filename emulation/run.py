@@ -642,14 +642,14 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
     return rows
 
 
-ROUND_COLUMNS = ["scheme", "loss", "job", "round", "seconds", "exact", "worker_resent", "worker_fast_resent", "participants"]
+ROUND_COLUMNS = ["scheme", "loss", "job", "round", "seconds", "exact", "worker_resent", "worker_fast_resent",
+                 "participants"]
 
 
 def round_rows(runs: list[SchemeRun]) -> list[dict[str, Any]]:
     """rounds.csv's rows: one per (scheme, job, round)."""
     return [{"scheme": run.scheme, "loss": run.loss, "job": res.job,
-             **{k: (round(v, 3) if isinstance(v, float) else v)
-                                                      for k, v in r.items()}}
+             **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}}
             for run in runs for res in run.jobs for r in res.per_round()]
 
 
