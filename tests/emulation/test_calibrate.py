@@ -124,8 +124,9 @@ def test_each_row_gets_its_round_over_the_lossless_one() -> None:
     assert [r["x_lossless"] for r in rows] == [1.0, 1.25, ""]
 
 
-def test_slower_links_stretch_the_hosts_timers() -> None:
+def test_slower_links_stretch_the_initial_rto_and_its_ceiling_not_its_floor() -> None:
     assert host_timers(0.2, 0.5, 20.0) == {"minimum": 0.2, "initial": 0.3, "maximum": 0.5}
     assert host_timers(0.2, 0.5, 1000.0) == {"minimum": 0.2, "initial": 0.3, "maximum": 0.5}
     slow = host_timers(0.2, 0.5, 2.0)
-    assert slow == pytest.approx({"minimum": 2.0, "initial": 3.0, "maximum": 5.0})
+    assert slow["minimum"] == 0.2
+    assert slow["initial"] == pytest.approx(3.0) and slow["maximum"] == pytest.approx(5.0)
