@@ -33,10 +33,8 @@ from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, machine
 from .experiment import JobSpec, build_topology, bw_scale_for, place_jobs
 from .net import mininet_unavailable_reason
 from .plots import mean_sd, num
-from .run import (MULTI_PS, calibrate_link_rate, host_timers, prepare_scheme, round_rows, run_scheme,
-                  summarise)
-
-RTO_MIN, RTO_MAX = 0.2, 0.5         # emulation.run's defaults (host_timers stretches them on slow links)
+from .run import (MULTI_PS, RTO_MAX, RTO_MIN, calibrate_link_rate, host_timers, prepare_scheme, round_rows,
+                  run_scheme, summarise)
 
 
 @dataclass(frozen=True)

@@ -852,6 +852,9 @@ def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], p
     return choose_link_mbps(seconds, total, ref_mbps, traffic, loss=loss, cpu_factor=factor)
 
 
+RTO_MIN, RTO_MAX = 0.2, 0.5      # the hosts' RTO floor and ceiling on LINK_MBPS links (--rto-min/--rto-max)
+
+
 def host_timers(rto_min: float, rto_max: float, link_mbps: float) -> dict[str, float]:
     """The hosts' RTO settings on links of ``link_mbps``: the initial RTO and the ceiling are
     the given ones at LINK_MBPS (their reference) and grow as slower links stretch every round
@@ -882,7 +885,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     for j, sp in zip(jobs, specs):
         print(f"  {j.name}: workers {', '.join(j.workers)}, PS {', '.join(j.ps)}; {sp.mb} MB in {len(j.submodels)} "
               f"sub-models, {sp.rounds} rounds from t={sp.start:g} s")
-    rto = host_timers(args.rto_min, args.rto_max, PROBE_MBPS if auto else ref_mbps)
     common = dict(window=args.window, seed=args.seed + 1, pool=args.pool, switch=switch_kind(args))
     runs_with = dict(common)
     ref_scale = bw_scale_for(topo, ref_mbps)
@@ -892,7 +894,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if auto:
         try:
             choice = calibrate_link_rate(topo, jobs, specs, prepared, workdir=out / "probe", timeout=args.timeout,
-                                         rto=rto, loss=max(args.losses), log=print,
+                                         rto=host_timers(args.rto_min, args.rto_max, PROBE_MBPS),
+                                         loss=max(args.losses), log=print,
                                          **runs_with)  # type: ignore[arg-type]
         except (RuntimeError, ValueError) as e:
             print(f"emulation.run: {e}", file=sys.stderr)
@@ -1005,12 +1008,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "at 1%% loss, 0.25 MB, 3.7 Mb/s, GOAT / ATP rounds were 1.21 / 1.26x the lossless "
                          "ones at 8, 1.24 / 1.27x at 16 and 1.86 / 1.59x at 32")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
-    ap.add_argument("--rto-min", type=float, default=0.2,
+    ap.add_argument("--rto-min", type=float, default=RTO_MIN,
                     help="floor of the hosts' retransmission timeout (s, default 0.2, Linux TCP's): most "
                          "losses are found from later fragments' results, not by the timer, and a lower floor "
                          "fires spuriously when the machine is busy (0.03: 278-382 resends in a lossless "
                          "5-round GOAT run at load 10, 0.2: none)")
-    ap.add_argument("--rto-max", type=float, default=0.5,
+    ap.add_argument("--rto-max", type=float, default=RTO_MAX,
                     help="ceiling of the hosts' retransmission timeout (s, default 0.5) on 20 Mb/s links; "
                          "slower links scale it and the initial RTO (0.3 s) by 20/rate, as they stretch every "
                          "round trip (at 1 Mb/s a 0.5 s ceiling, below the round trip of a window, set off "
