@@ -142,10 +142,17 @@ class Worker:
     def __init__(self, job_id: int, worker_id: int, ps_ip: str, ip: str,
                  labels: Sequence[FragmentLabel] | Mapping[int, FragmentLabel], *, mac: str | int = 0,
                  gateway_mac: str | int = 0, lanes: int = DEFAULT_LANES, scale_bits: int = 16,
-                 window: int = 8, reach: int | None = None, rto: RtoEstimator | None = None,
-                 clip: bool = False, native: bool = True) -> None:
+                 window: int = 8, reach: int | None = None, recovery: int | None = None,
+                 rto: RtoEstimator | None = None, clip: bool = False, native: bool = True) -> None:
         if window < 1:
             raise ValueError("window must be at least one fragment")
+        # retransmitted fragments hold no window slot, up to this many (default: the window);
+        # each one beyond holds a slot again. Unbounded, a lossy round's recoveries piled up on
+        # the PS's link faster than it could answer them (5 % loss, window 16, in
+        # benchmarks/bench_loss.py: 13 s rounds, 41x the lossless one; bounded: 1.3 s)
+        self.recovery = window if recovery is None else recovery
+        if self.recovery < 0:
+            raise ValueError(f"recovery bound {self.recovery} must not be negative")
         # selective repeat: at most ``window`` fragments await a result, anywhere in
         # [base, base + reach), so a fragment being recovered holds one slot, not the window.
         # No bound by default: a recovery takes an RTO or more, and a bounded reach (it was 4W)
@@ -361,7 +368,13 @@ class Worker:
                 elif tries == 1 and self.retry_rtt.srtt is not None:      # the third try
                     timeout[idx] = min(self.retry_rtt.rto, self.rto.backoff(timeout[idx], floor=False))
                 else:
-                    timeout[idx] = self.rto.backoff(timeout[idx], floor=False)
+                    # doubling from the measured answer time, up to 4 of them: a drop is random,
+                    # so the next try comes about when an answer would have. Capped at 4 RTOs (the
+                    # floor: 0.2 s) a fragment unlucky 6 times in a row waited ~0.8 s, and such
+                    # tails set the rounds (bench_loss.py, 5 % loss, window 16: 9.6x -> 4.2x the
+                    # lossless round). A PS slow to answer is measured as such: not flooded
+                    measured = self.retry_rtt if self.retry_rtt.srtt is not None else self.resend_rtt
+                    timeout[idx] = measured.backoff(timeout[idx], floor=False)
                 self._retransmitted[idx] = min(255, tries + 1)
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self._resent_at[idx] = now
@@ -503,7 +516,8 @@ class Worker:
         r, pending = self._cur, self._pending
         if r is None:
             return []
-        room, stop = self.window - len(pending) + self._recovering, min(len(r), self._base + self.reach)
+        room = self.window - len(pending) + min(self._recovering, self.recovery)
+        stop = min(len(r), self._base + self.reach)
         if room <= 0 or self._next >= stop:
             return []
         done, start = self._done, self._next

@@ -153,7 +153,7 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
 /* ------------------------------------------------------------------ worker */
 typedef struct {
     /* the round (set by the wrapper after Worker.push) */
-    int64_t n, lanes, frame_len, window, reach, nsubs, job, round;
+    int64_t n, lanes, frame_len, window, reach, recovery, nsubs, job, round;
     const uint8_t *wire;        /* every first copy, back to back (the Worker's bytes) */
     const int32_t *sub;         /* per fragment */
     const int64_t *first, *count;   /* per sub-model */
@@ -200,7 +200,9 @@ static void w_rack(Worker *w, int64_t e) {
 
 /* Worker._fill */
 void ina_worker_fill(Worker *w, double now) {
-    int64_t room = w->window - (w->n_pending - w->n_recovering);   /* first copies in flight */
+    /* first copies in flight, and the retransmitted ones beyond the recovery bound */
+    int64_t beside = w->n_recovering < w->recovery ? w->n_recovering : w->recovery;
+    int64_t room = w->window - (w->n_pending - beside);
     int64_t stop = w->base + w->reach < w->n ? w->base + w->reach : w->n;
     if (room <= 0 || w->next >= stop) return;
     double t = rto_value(&w->rto);

@@ -60,6 +60,18 @@ def test_worker_reach_bounds_how_far_past_a_missing_result_it_sends() -> None:
     assert _new(wk.on_frame(_result(5, 0, np.zeros(K)), 0.003)) == [3, 4]
 
 
+@pytest.mark.parametrize("recovery,sent", [(None, [4, 5]), (1, [4])])
+def test_worker_retransmitted_fragments_beyond_the_recovery_bound_hold_slots(recovery: int | None,
+                                                                            sent: list[int]) -> None:
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=2, recovery=recovery)
+    wk.push(np.zeros(K * 10))
+    assert _new(wk.start(0.0)) == [0, 1]
+    assert _new(wk.on_frame(_result(5, 1, np.zeros(K)), 0.001)) == [2, 3]    # 0 fast-retransmitted
+    # 2 fast-retransmitted as well: two in recovery; the bound 1 lets one of them beside the window
+    assert _new(wk.on_frame(_result(5, 3, np.zeros(K)), 0.002)) == sent
+    assert wk._recovering == 2
+
+
 def test_worker_duplicate_and_foreign_results_are_harmless() -> None:
     wk = _worker(n_frags=2)
     wk.start(0.0)
@@ -123,6 +135,24 @@ def test_second_try_round_trips_set_the_wait_before_a_third() -> None:
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.02)] == [1]    # fragment 1
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.024)] == [1]   # its second
     assert wk.next_deadline() == pytest.approx(0.024 + 0.0015)  # not 0.024 + 0.008
+
+
+def test_further_tries_double_up_to_four_measured_answer_times_not_four_rtos() -> None:
+    """A drop is random: an unlucky fragment tries again about when an answer would have come
+    (the measured resend -> result time), not after up to 4 RTOs."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+    wk.push(np.zeros(2 * K))
+    wk.start(0.0)
+    wk.on_timer(0.01)                                         # fragment 0 resent
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.0105)           # answered: resend_rtt.rto 1.5 ms
+    waits = []
+    for _ in range(4):                                        # fragment 1: tries 1 to 4
+        now = wk.next_deadline()
+        assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(now)] == [1]
+        waits.append(wk.next_deadline() - now)
+    # the retry wait (1.5 ms), doubled, then 4 x 1.5 ms: not on to 12 ms (4 RTOs: 40 ms)
+    assert waits == pytest.approx([0.0015, 0.003, 0.006, 0.006])
 
 
 def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -> None:

@@ -52,8 +52,12 @@ class Recorder:
         return self.agent.next_deadline()
 
 
-def _fabric_run(mode: str, native_path: bool, loss: float, dup: float, seed: int, rounds: int = 2) -> tuple:
+def _fabric_run(mode: str, native_path: bool, loss: float, dup: float, seed: int, rounds: int = 2,
+                recovery: int | None = None) -> tuple:
     s = build(mode, pool={"goat": 1024, "esa": 4, "atp": 2}[mode], priorities=(200, 120, 60, 10), seed=seed)
+    if recovery is not None:
+        for wk in s.workers.values():
+            wk.recovery = recovery
     log: list = []
     ps_agent: Any = native.NativePs(s.ps) if native_path else s.ps
     wk_agents: dict[str, Any] = {h: native.NativeWorker(wk) if native_path else wk for h, wk in s.workers.items()}
@@ -111,6 +115,17 @@ def test_fabric_native_and_python_cores_emit_the_same_frames(mode: str, loss: fl
     assert py[3] == nat[3]
     if loss:
         assert py[4] > 0 and py[2][0] != {}       # losses happened and reached the PS's recovery
+
+
+@pytest.mark.parametrize("mode", ["goat", "atp"])
+@pytest.mark.parametrize("recovery", [0, 1])
+def test_recovery_bound_native_and_python_cores_emit_the_same_frames(mode: str, recovery: int) -> None:
+    """Retransmitted fragments beyond the recovery bound hold window slots again, in C as in
+    Python (0: every one does)."""
+    py = _fabric_run(mode, False, 0.12, 0.1, 3, recovery=recovery)
+    nat = _fabric_run(mode, True, 0.12, 0.1, 3, recovery=recovery)
+    assert py[0] == nat[0] and py[2] == nat[2] and py[3] == nat[3]
+    assert py[0] != _fabric_run(mode, False, 0.12, 0.1, 3)[0]     # the bound changed what was sent
 
 
 # ---------------------------------------------------------------------- node 0, reordering
