@@ -217,6 +217,21 @@ def test_p4tna_programs_differential(name: str) -> None:
 
 
 @needs_cc
+def test_recirculation_differential(tmp_path: Path) -> None:
+    """Recirculated packets (and ones past the pass limit) alike in C and Python."""
+    forever = tmp_path / "forever.p4"
+    forever.write_text((P4TNA / "recirculate.p4").read_text().replace("hdr.loop.passes < 3", "hdr.loop.passes < 200"))
+    rng = random.Random(7)
+    eth = bytes.fromhex("0000000000010000000000aa88b6")
+    frames = [(rng.randrange(8), eth + bytes([rng.randrange(4), 0]) + rng.randrange(16).to_bytes(2, "big")
+               + rng.getrandbits(32).to_bytes(4, "big") + bytes(6)) for _ in range(300)]
+    for path in (P4TNA / "recirculate.p4", forever):
+        py, c = _pair(path)
+        results = _compare(py, c, frames)
+        assert any(r for r in results) or path == forever
+
+
+@needs_cc
 def test_register_executed_twice_in_one_pass_is_the_same_error(tmp_path: Path) -> None:
     src = (P4TNA / "agg_basic.p4").read_text().replace(
         "hdr.agg.count = bump.execute(hdr.agg.slot);",

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from p4sim import Switch, load_program
+from p4sim.arch.tna import MAX_PASSES
 from p4sim.runtime import hashes
 from p4control.model import ActionCall, Exact, TableEntry
 from p4sim.runtime.rt import DataplaneError
@@ -104,3 +105,30 @@ def test_paired_register_cells_over_p4runtime() -> None:
         assert int.from_bytes(got.register_entry.data.bitstring, "big") == (100 << 32)
     finally:
         srv.stop()
+
+
+ETH_LOOP = bytes.fromhex("0000000000010000000000aa88b6")
+
+
+def loop_frame(slot: int, value: int) -> bytes:
+    return ETH_LOOP + bytes(2) + slot.to_bytes(2, "big") + value.to_bytes(4, "big") + bytes(6)
+
+
+def test_recirculation_port_sends_the_packet_through_egress_into_ingress_again() -> None:
+    s = Switch(load_program(str(HERE / "p4tna" / "recirculate.p4"), arch="tna"))
+    [(port, out)] = s.process(3, loop_frame(7, 5))
+    body = out[14:]
+    assert port == 1
+    assert (body[0], body[1]) == (3, 3)                    # three ingress passes, three egress passes
+    assert int.from_bytes(body[8:12], "big") == 15         # the register cell added in every pass
+    assert int.from_bytes(body[12:14], "big") == 68        # the last pass came in on the recirculation port
+    assert s.register_read("Ig.sums", 7) == 15
+
+
+def test_recirculations_past_the_pass_limit_are_dropped(tmp_path: Path) -> None:
+    src = (HERE / "p4tna" / "recirculate.p4").read_text().replace("hdr.loop.passes < 3", "hdr.loop.passes < 200")
+    p = tmp_path / "forever.p4"
+    p.write_text(src)
+    s = Switch(load_program(str(p), arch="tna"))
+    assert s.process(3, loop_frame(2, 1)) == []
+    assert s.register_read("Ig.sums", 2) == 1 + MAX_PASSES   # the first pass and MAX_PASSES more

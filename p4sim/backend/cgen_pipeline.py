@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast as pyast
 
-from ..arch.tna import parser_error_bit, PORT_METADATA_BYTES, UNSET_PORT
+from ..arch.tna import parser_error_bit, PORT_METADATA_BYTES, RECIRCULATION_PORTS, UNSET_PORT
 from ..arch.v1model import DROP_PORT as V1_DROP_PORT
 from ..frontend.types import StructT
 from .cgen_common import _cls_of, CUnsupported, _Func, PKTIN, PKTOUT, _ptr
@@ -107,6 +107,7 @@ class PipelinesC:
         call = self.block_call
         errors = self.comp.errors
         bits = ", ".join(str(parser_error_bit(errors, code)) for code in range(len(errors))) or "0"
+        recirc = " || ".join(f"info[I_UCAST] == {p}" for p in sorted(RECIRCULATION_PORTS))
         return f"""
 typedef struct p4_ig_state_t {{
 {chr(10).join(ig_members)}
@@ -197,9 +198,9 @@ int64_t p4_tna_egress(p4_switch_t *sw, uint64_t eport, uint64_t rid, const uint8
 }}
 
 /* The whole pipeline when ingress sends the packet to one port and nothing else (no
-   resubmit, mirror or multicast): returns the frame's length (port in info[I_UCAST]), -1 (no
-   output), -2 (ingress done, its deparsed packet in out and info filled: the runtime goes
-   on as tna.py does) or P4_ERROR. */
+   resubmit, mirror, multicast or recirculation): returns the frame's length (port in
+   info[I_UCAST]), -1 (no output), -2 (ingress done, its deparsed packet in out and info
+   filled: the runtime goes on as tna.py does) or P4_ERROR. */
 int64_t p4_tna_process(p4_switch_t *sw, uint64_t port, const uint8_t *data, int64_t len,
                        uint64_t tstamp, uint8_t *out, uint64_t *info) {{
     static const uint8_t no_port_md[{PORT_METADATA_BYTES}];
@@ -208,6 +209,7 @@ int64_t p4_tna_process(p4_switch_t *sw, uint64_t port, const uint8_t *data, int6
     if (info[I_RESUBMIT] || info[I_CLONE] || info[I_MCAST]) return -2;
     if (info[I_DROP] & 1) return -1;
     if (info[I_UCAST] == {UNSET_PORT}) return -1;
+    if ({recirc}) return -2;          /* a recirculation port: egress, then ingress again */
     if (info[I_BYPASS]) return n;
     uint8_t *deparsed = p4_scratch(sw, 2, n);
     if (!deparsed) {{ sw->error = "out of memory"; return P4_ERROR; }}

@@ -32,6 +32,7 @@ from ..errors import CompileError
 from .rt import DataplaneError
 from ..arch.tna import MAX_PASSES as TNA_MAX_PASSES
 from ..arch.tna import PORT_METADATA_BYTES, UNSET_PORT
+from .tna import leave
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -419,15 +420,16 @@ class NativeTnaPipeline(NativePipeline):
             if item[0] == "ingress":
                 self._ingress_pass(*item[1:], work, out)
             else:
-                self._egress_pass(*item[1:], out)
+                self._egress_pass(*item[1:], work, out)
         return out
 
-    def _ingress_pass(self, port: int, data: bytes, resubmit_data: bytes, passes: int,
+    def _ingress_pass(self, port: int, data: bytes, resubmit_data: bytes | None, passes: int,
                       work: deque, out: list) -> None:
+        """A resubmitted (resubmit data) or recirculated (None) packet's next ingress pass."""
         self._ensure_out(len(data))
-        port_md = resubmit_data.ljust(PORT_METADATA_BYTES, b"\0")[:PORT_METADATA_BYTES]
-        r = self._tna_ingress(self._handle, port, data, len(data), port_md, 1, self._tstamp(),
-                              self._out_addr, self._info_addr)
+        port_md = (resubmit_data or b"").ljust(PORT_METADATA_BYTES, b"\0")[:PORT_METADATA_BYTES]
+        r = self._tna_ingress(self._handle, port, data, len(data), port_md, int(resubmit_data is not None),
+                              self._tstamp(), self._out_addr, self._info_addr)
         if r == ERROR:
             self._raise()
         self._after_ingress(port, data, passes, ctypes.string_at(self._out_addr, r), work, out)
@@ -441,7 +443,7 @@ class NativeTnaPipeline(NativePipeline):
         if info[TNA_CLONE]:
             mirror_hdr = ctypes.string_at(self._mirror_addr, info[TNA_MIRROR_LEN])
             for eport, rid in sw.pre.clone_replicas(info[TNA_SESSION]):
-                work.append(("egress", eport, rid, mirror_hdr + deparsed))
+                work.append(("egress", eport, rid, mirror_hdr + deparsed, passes))
         if info[TNA_RESUBMIT]:
             if passes < TNA_MAX_PASSES:
                 resubmit_data = ctypes.string_at(self._resubmit_addr, info[TNA_RESUBMIT_LEN])
@@ -457,17 +459,17 @@ class NativeTnaPipeline(NativePipeline):
         bypass = info[TNA_BYPASS]
         for eport, rid in targets:
             if bypass:
-                out.append((eport, deparsed))
+                leave(eport, deparsed, passes, work, out)
             else:
-                work.append(("egress", eport, rid, deparsed))
+                work.append(("egress", eport, rid, deparsed, passes))
 
-    def _egress_pass(self, eport: int, rid: int, data: bytes, out: list) -> None:
+    def _egress_pass(self, eport: int, rid: int, data: bytes, passes: int, work: deque, out: list) -> None:
         self._ensure_out(len(data))
         r = self._tna_egress(self._handle, eport, rid, data, len(data), self._out_addr)
         if r == ERROR:
             self._raise()
         if r >= 0:
-            out.append((eport, ctypes.string_at(self._out_addr, r)))
+            leave(eport, ctypes.string_at(self._out_addr, r), passes, work, out)
 
 
 class _Finalizer:

@@ -8,9 +8,13 @@ metadata, headers, payload). Unicast goes to ``ucast_egress_port``, multicast to
 ``mcast_grp_a`` through the PRE (``rid`` reaches egress as ``egress_rid``), ``bypass_egress``
 skips egress, ``drop_ctl`` bit 0 drops.
 
-Deviations from hardware (documented in README): no timing, queues or packet
-recirculation ports; a packet whose ingress sets neither a unicast port nor a multicast group
-is dropped (p4sim cannot tell "port 0" from "unset", so it marks unset ports with 511 before
+A packet egress sends to a recirculation port (``RECIRCULATION_PORTS``: 68, 196, 324, 452)
+enters ingress again with that ingress port (port metadata zero), as on Tofino 1; resubmits
+and recirculations of one packet are at most ``MAX_PASSES`` together (more are dropped).
+
+Deviations from hardware (documented in README): no timing or queues (a recirculated packet
+is processed at once, before the next packet); a packet whose ingress sets neither a unicast
+port nor a multicast group is dropped (p4sim cannot tell "port 0" from "unset", so it marks unset ports with 511 before
 ingress); a parser error continues into the control with ``parser_err`` set (Tofino's default
 with the error bit); mirrored copies carry the ``Mirror.emit`` field list in front of the
 ingress-deparsed packet; register accesses are limited to one per register per pass.
@@ -20,7 +24,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..arch.tna import MAX_PASSES, PORT_METADATA_BYTES, UNSET_PORT, parser_error_bit  # noqa: F401 (re-exported)
+from ..arch.tna import (MAX_PASSES, PORT_METADATA_BYTES, RECIRCULATION_PORTS, UNSET_PORT,  # noqa: F401
+                        parser_error_bit)
 from . import hashes
 from .rt import ExitBlock, PacketContext, PacketIn, ParserReject
 
@@ -120,7 +125,7 @@ class TnaPipeline:
             targets.append((tm.ucast_egress_port, tm.rid))
         for eport, rid in targets:
             if tm.bypass_egress:
-                out.append((eport, deparsed))
+                leave(eport, deparsed, passes, work, out)
             else:
                 work.append(("egress", eport, rid, deparsed, passes))
 
@@ -144,4 +149,14 @@ class TnaPipeline:
         dprsr = objs["egress_intrinsic_metadata_for_deparser_t"]
         if dprsr.drop_ctl & 1:
             return
-        out.append((eport, b"".join(chunks) + payload))
+        leave(eport, b"".join(chunks) + payload, passes, work, out)
+
+
+def leave(eport: int, frame: bytes, passes: int, work: deque, out: list) -> None:
+    """A packet done with egress (or bypassing it): out of ``eport``, or into ingress again
+    if that is a recirculation port (the pipelines' work items: ("ingress", port, data,
+    resubmit data or None, passes))."""
+    if eport not in RECIRCULATION_PORTS:
+        out.append((eport, frame))
+    elif passes < MAX_PASSES:
+        work.append(("ingress", eport, frame, None, passes + 1))
