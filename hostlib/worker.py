@@ -502,13 +502,15 @@ class Worker:
         """How long a fragment of ``sub`` waits for its result once a later-sent one has its
         own: twice its path's srtt + 4 rttvar, without the RTO floor (the floor keeps a busy
         machine's delay from passing for loss when nothing else says so; here something
-        does), at most the floor. None before the path's first sample. Twice: queues on the
-        links a path shares come and go, and one srtt + 4 rttvar resent 4 % of a lossless
+        does), at most the RTO (the timer would fire then anyway; capped at the floor, round
+        trips of slow links outgrew it: at 1 Mb/s and window 16 every lossless emulated GOAT
+        round resent ~3,000 fragments). None before the path's first sample. Twice: queues on
+        the links a path shares come and go, and one srtt + 4 rttvar resent 4 % of a lossless
         GOAT round's fragments in benchmarks/bench_loss.py, twice none."""
         srtt = self._path_srtt[sub]
         if srtt < 0:
             return None
-        return max(RETRY_MIN, min(self.rto.minimum, 2.0 * srtt + 4.0 * self._path_rttvar[sub]))
+        return max(RETRY_MIN, min(self.rto.rto, 2.0 * srtt + 4.0 * self._path_rttvar[sub]))
 
     def _fill(self, now: float) -> list[bytes]:
         """Send never-sent fragments while fewer than ``window`` first copies await a result,

@@ -193,7 +193,8 @@ static void w_rack(Worker *w, int64_t e) {
     int32_t p = w->sub[e];
     if (w->path_srtt[p] < 0) return;
     double rack = 2.0 * w->path_srtt[p] + 4.0 * w->path_rttvar[p];
-    if (rack > w->rto.minimum) rack = w->rto.minimum;
+    double rto = rto_value(&w->rto);
+    if (rack > rto) rack = rto;
     if (rack < RETRY_MIN) rack = RETRY_MIN;
     if (w->first_sent[e] + rack < w->deadline[e]) w->deadline[e] = w->first_sent[e] + rack;
 }

@@ -384,8 +384,8 @@ def test_worker_answers_a_query_with_its_result_once_it_has_it() -> None:
 def test_worker_a_later_result_from_the_ps_presumes_a_fragment_lost_without_resending_it() -> None:
     """The PS sees a lost first copy itself (its gap rule) and queries exactly the workers it
     lacks: a later result it sent (node_id 0) frees the earlier fragment's window slot and
-    brings its timer forward to its RACK deadline (here the RTO floor, 1 ms, caps it), but does
-    not resend it at once."""
+    brings its timer forward to its RACK deadline (here the RTO, 6 ms, caps it), but does not
+    resend it at once."""
     wk = _worker(window=3, n_frags=6)
     assert [parse_frame(f, K).header.fragment_id for f in wk.start(0.0)] == [0, 1, 2]
     h = InaHeader(5, 0, 0, 1, 255, 4, 4, 0, 0b1111, Flags.RESULT)             # fragment 1, from the PS
@@ -393,10 +393,10 @@ def test_worker_a_later_result_from_the_ps_presumes_a_fragment_lost_without_rese
                                                                      src_ip=PS_IP, dst_ip=WIP[1]), 0.002)]
     assert not [h for h in out if h.flags == Flags.RESEND] and wk.stats.fast_resent == 0
     assert [h.fragment_id for h in out] == [3, 4]            # 1's slot and 0's: presumed lost
-    assert wk._pending[0] == pytest.approx(0.001)
-    assert [parse_frame(f, K).header.flags for f in wk.on_timer(0.001)] == [Flags.RESEND]
+    assert wk._pending[0] == pytest.approx(0.006)          # RTO: 2 ms srtt + 4 x 1 ms rttvar
+    assert [parse_frame(f, K).header.flags for f in wk.on_timer(0.006)] == [Flags.RESEND]
     assert wk._recovering == 1                               # counted once, when presumed lost
-    wk.on_frame(_result(5, 0, np.zeros(K)), 0.003)
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.007)
     assert wk._recovering == 0
 
 
@@ -405,7 +405,7 @@ def test_worker_a_presumed_lost_fragment_answered_in_time_is_never_resent() -> N
     wk.start(0.0)
     h = InaHeader(5, 0, 0, 1, 255, 4, 4, 0, 0b1111, Flags.RESULT)             # fragment 1, from the PS
     wk.on_frame(build_frame(h, np.full(K, 1, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.0005)
-    assert wk._recovering == 1 and wk.next_deadline() == pytest.approx(0.001)
+    assert wk._recovering == 1 and wk.next_deadline() == pytest.approx(0.0015)   # the RTO caps it
     wk.on_frame(_result(5, 0, np.zeros(K)), 0.0008)          # before its RACK deadline
     assert wk._recovering == 0 and wk.stats.resent == 0 and 0 not in wk._pending
 
