@@ -372,12 +372,17 @@ class Worker:
                     # comes about when an answer would have. Capped at 4 RTOs (the floor: 0.2 s)
                     # a fragment unlucky 6 times in a row waited ~0.8 s, and such tails set the
                     # rounds (bench_loss.py, 5 % loss, window 16: 9.6x -> 4.2x the lossless
-                    # round). A PS slow to answer is measured as such; before any answer was
-                    # measured, 4 RTOs (at 1.1 Mb/s 4 floors were below a loaded round trip:
-                    # a first round at 1 % loss resent 44,625 fragments, 102 s)
-                    measured = (self.retry_rtt if self.retry_rtt.srtt is not None else
-                                self.resend_rtt if self.resend_rtt.srtt is not None else self.rto)
-                    timeout[idx] = measured.backoff(timeout[idx], floor=False)
+                    # round). The answer time is the retry round trip (else the resend one), at
+                    # least the fastest path's srtt: an answer to an earlier try arriving just
+                    # after a later one is measured short. Before any answer was measured, 4
+                    # RTOs (4 floors at 1.1 Mb/s: a first round at 1 % loss resent 44,625
+                    # fragments)
+                    measured = self.retry_rtt if self.retry_rtt.srtt is not None else self.resend_rtt
+                    if measured.srtt is None:
+                        timeout[idx] = self.rto.backoff(timeout[idx], floor=False)
+                    else:
+                        answer = max(measured.rto, self._fastest_path())
+                        timeout[idx] = min(self.rto.maximum, self.rto.max_backoff * answer, 2.0 * timeout[idx])
                 self._retransmitted[idx] = min(255, tries + 1)
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self._resent_at[idx] = now
@@ -394,8 +399,12 @@ class Worker:
         fastest sub-model path's smoothed RTT (no answer comes sooner; under a busy CPU a
         shorter wait only adds retries)."""
         wait = self.resend_rtt.rto if self.resend_rtt.srtt is not None else self.rto.minimum
-        fastest = min((p for p in self._path_srtt if p >= 0), default=0.0)
-        return min(self.rto.maximum, max(wait, fastest))
+        return min(self.rto.maximum, max(wait, self._fastest_path()))
+
+    def _fastest_path(self) -> float:
+        """The smallest smoothed RTT of the sub-models' paths (0 before any sample): no
+        answer comes sooner."""
+        return min((p for p in self._path_srtt if p >= 0), default=0.0)
 
     # ------------------------------------------------------------------ internals
     def _on_result(self, idx: int, flags: int, frame: bytes, off: int, now: float, node: int) -> list[bytes]:
