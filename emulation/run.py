@@ -1001,12 +1001,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "slower links, the same comparison, the links the bottleneck); it is printed with the "
                          "reason. Every run reports whether its busiest link was at least 80%% busy (pace: links) "
                          "or not (pace: CPU, the times measure this machine)")
-    ap.add_argument("--window", type=int, default=16,
-                    help="first copies awaiting a result per worker (default 16, as benchmarks/bench_loss.py; "
-                         "make run-fattree uses 8). Retransmitted fragments run beside the window, up to as many "
-                         "again. In the in-process twin (bench_loss.py: 20 Mb/s, 0.25 MB, 3 seeds) GOAT / ATP "
-                         "rounds were 1.26 / 1.22x the lossless ones at 1%% loss and 15 / 11x at 5%% with 8; "
-                         "1.27 / 1.25x and 4.2 / 3.1x with 16")
+    ap.add_argument("--window", type=int, default=8,
+                    help="first copies awaiting a result per worker (default 8, as make run-fattree and "
+                         "benchmarks/bench_loss.py); retransmitted fragments run beside the window, up to as many "
+                         "again. Here, at the rates --link-mbps auto picks (2.9-3.4 Mb/s), GOAT / ATP rounds at 1%% "
+                         "loss were 1.16 / 1.21x the lossless ones with 8 and 1.31 / 1.38x with 16; in the in-process "
+                         "twin (bench_loss.py, 20 Mb/s) 16 does better at 5%% (GOAT / ATP 4.2 / 3.1x vs 15 / 11x) and "
+                         "as well at 1%%: the RTO floor (0.2 s) does not stretch with slow links")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
     ap.add_argument("--rto-min", type=float, default=RTO_MIN,
                     help="floor of the hosts' retransmission timeout (s, default 0.2, Linux TCP's): most "
