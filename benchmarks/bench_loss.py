@@ -56,7 +56,8 @@ def main() -> None:
     ap.add_argument("--link-mbps", type=float, default=20.0, help="every link's rate (default 20, the emulation's)")
     ap.add_argument("--window", type=int, default=8,
                     help="first copies awaiting a result (default 8, the emulation's; 16 does better at 5 %%)")
-    ap.add_argument("--rto-max", type=float, default=2.0, help="RTO cap, s (default 2.0, the emulation's)")
+    ap.add_argument("--rto-max", type=float, default=2.0,
+                    help="RTO cap, s (default 2.0; the emulation's is 0.5 on 20 Mb/s links)")
     ap.add_argument("--rto-min", type=float, default=0.2, help="RTO floor, s (default 0.2, the emulation's)")
     args = ap.parse_args()
     print(describe())

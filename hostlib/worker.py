@@ -378,11 +378,8 @@ class Worker:
                     # RTOs (4 floors at 1.1 Mb/s: a first round at 1 % loss resent 44,625
                     # fragments)
                     measured = self.retry_rtt if self.retry_rtt.srtt is not None else self.resend_rtt
-                    if measured.srtt is None:
-                        timeout[idx] = self.rto.backoff(timeout[idx], floor=False)
-                    else:
-                        answer = max(measured.rto, self._fastest_path())
-                        timeout[idx] = min(self.rto.maximum, self.rto.max_backoff * answer, 2.0 * timeout[idx])
+                    base = max(measured.rto, self._fastest_path()) if measured.srtt is not None else self.rto.rto
+                    timeout[idx] = min(self.rto.maximum, self.rto.max_backoff * base, 2.0 * timeout[idx])
                 self._retransmitted[idx] = min(255, tries + 1)
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self._resent_at[idx] = now
