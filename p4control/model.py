@@ -125,6 +125,7 @@ class RegisterInfo:
     # TNA struct (paired) cells: (name, width) of each field, MSB first. P4Runtime carries such
     # a cell as one bitstring of `bitwidth` bits, the fields concatenated in this order.
     fields: list[tuple[str, int]] = field(default_factory=list)
+    struct_name: str = ""                  # the element struct's type name (P4Info's type_info)
 
 
 @dataclass

@@ -426,7 +426,11 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     for r in info.registers.values():
         msg = p4info.registers.add()
         preamble(msg, REGISTER, r.name, r.annotations)
-        msg.type_spec.CopyFrom(_bit_type_spec(r.bitwidth, r.signed))
+        if r.fields:                   # a struct element (TNA paired registers), as p4c writes it
+            msg.type_spec.CopyFrom(_struct_spec(p4info.type_info, r.struct_name,
+                                                [StructField(n, w) for n, w in r.fields]))
+        else:
+            msg.type_spec.CopyFrom(_bit_type_spec(r.bitwidth, r.signed))
         msg.size = r.size
 
     for d in info.digests.values():

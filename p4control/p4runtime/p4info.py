@@ -188,11 +188,13 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
     for r in p4info.registers:
         width, signed = _bitwidth(r.type_spec)
         fields: list[tuple[str, int]] = []
+        struct_name = ""
         if r.type_spec.HasField("struct"):
-            fields = [(f.name, f.bitwidth) for f in _struct_fields(p4info, r.type_spec.struct.name)]
+            struct_name = r.type_spec.struct.name
+            fields = [(f.name, f.bitwidth) for f in _struct_fields(p4info, struct_name)]
             width = sum(w for _, w in fields)
         info.registers[r.preamble.name] = RegisterInfo(r.preamble.name, width, r.size, signed,
-                                                       list(r.preamble.annotations), fields)
+                                                       list(r.preamble.annotations), fields, struct_name)
     # indexed (size > 0) and direct (attached to a table, size 0) counters and meters
     for kind, units, target, cls in ((p4info.counters, _COUNTER_UNITS, info.counters, CounterInfo),
                                      (p4info.direct_counters, _COUNTER_UNITS, info.counters, CounterInfo),

@@ -132,7 +132,7 @@ def _declare_struct_register(c: "Compiler", d: ast.Instantiation, t: ExternT, in
     inst.py = c.add_object("R_" + inst.fq_name, "struct_register", name=inst.fq_name, size=size,
                            struct_class=vt.py_class, fields=fields, initial=initial)
     c.info.registers[inst.fq_name] = model.RegisterInfo(inst.fq_name, vt.width, size, False, annos,
-                                                        [(n, w) for n, w, _ in fields])
+                                                        [(n, w) for n, w, _ in fields], vt.name)
     inst.params.update(size=size, value_type=vt)
 
 
