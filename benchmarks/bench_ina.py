@@ -1,4 +1,4 @@
-"""Packets/s of the INA data-plane programs on p4sim (v1model K=64, TNA K=16).
+"""Packets/s of the INA data-plane programs on p4sim (v1model K=64, TNA K=32).
 
 8 workers, fan-in 8, fragments spread over a 4096-aggregator pool; every packet is parsed,
 aggregated (claim / add / complete with multicast of the result to 8 workers) and deparsed.
@@ -53,7 +53,7 @@ def bench(arch: str, lanes: int, fragments: int, backend: str = "python") -> tup
 
 def main() -> None:
     print(describe())
-    for arch, lanes, n in (("v1model", 64, 1500), ("tna", 16, 1500)):
+    for arch, lanes, n in (("v1model", 64, 1500), ("tna", 32, 1500)):
         pps, gbps = bench(arch, lanes, n)
         line = (f"{arch:8s} INA (K={lanes:2d}, 8 workers): python {pps:,.0f} packets/s in, "
                 f"{gbps * 1000:,.1f} Mb/s of gradient payload")

@@ -1,6 +1,6 @@
 """Seeded, time-bounded robustness fuzz of the INA programs on p4sim and of p4sim's P4Runtime server.
 
-Data plane: N random and mutated frames go through each INA program (v1model K=64, TNA K=16) on
+Data plane: N random and mutated frames go through each INA program (v1model K=64, TNA K=32) on
 an in-process p4sim ``Switch`` with jobs installed the way ``tests/dataplane/ina_harness.py``
 does it: valid INA frames built with hostlib, then bit flips, truncation, extension, random
 header field values (flags, node ids, worker ids, fan-in 0/huge, counts, bitmaps, rounds,
@@ -75,7 +75,7 @@ from hostlib.protocol import (HEADER_LEN, INA_UDP_PORT, INA_VERSION, InaHeader, 
 from p4sim import Program, Switch, load_program  # noqa: E402
 
 PROGRAMS = {"v1model": (ROOT / "p4src" / "v1model" / "ina.p4", 64),
-            "tna": (ROOT / "p4src" / "tna" / "ina.p4", 16)}
+            "tna": (ROOT / "p4src" / "tna" / "ina.p4", 32)}
 FUZZ_JOB, PREEMPT_JOB, PROTECTED_JOB, UNKNOWN_JOB = 1, 3, 2, 4
 FUZZ_NODE, PROTECTED_NODE = 1, 2
 POOL = 64                              # aggregators per node; node 1: [0, 64), node 2: [64, 128)

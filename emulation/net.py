@@ -196,7 +196,7 @@ class P4simTnaSwitch(P4simSwitch):
     is: ``grpc_addr`` is then its BfRt address."""
 
     arch = "tna"
-    lanes = 16
+    lanes = 32
     pool_limit = 8192
     api_option = "--bfrt-addr"
 

@@ -962,7 +962,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "build of the same program (needs both on PATH; see docker/)")
     ap.add_argument("--arch", choices=["v1model", "tna"], default="v1model",
                     help="v1model (default): p4src/v1model/ina.p4 installed over P4Runtime; tna: "
-                         "p4src/tna/ina.p4 (16 lanes per packet) installed over BfRuntime, as on Tofino")
+                         "p4src/tna/ina.p4 (32 lanes per packet) installed over BfRuntime, as on Tofino")
     ap.add_argument("--k", type=int, default=4, help="fat-tree arity / leaf-spine size (default 4)")
     ap.add_argument("--hosts-per-edge", type=int, default=None,
                     help="hosts under each edge/leaf switch (fattree default k/2; more makes jobs share ToRs)")

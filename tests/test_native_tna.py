@@ -32,7 +32,7 @@ from tests.test_native_backend import _pair_of_source, _private_cache, needs_cc 
 ROOT = Path(__file__).resolve().parents[1]
 INA_TNA = ROOT / "p4src" / "tna" / "ina.p4"
 P4TNA = ROOT / "tests" / "p4tna"
-LANES = 16                       # K of the tna INA program
+LANES = 32                       # K of the tna INA program
 PS_IP, PS_PORT = "10.0.1.1", 10
 
 def _pair(path: Path) -> tuple[Switch, Switch]:
@@ -175,8 +175,8 @@ def test_ina_tna_protocol_differential() -> None:
     # registers written by the control plane (BfRuntime does the same) are seen by C
     for sw in (py, c):
         sw.register_write("InaIngress.aggregator.owner_hi", 2, 0xFFFF0001)
-        sw.register_write("InaIngress.lanes.lane_3", 1, -7)
-    assert c.register_read("InaIngress.lanes.lane_3", 1) == -7
+        sw.register_write("InaIngress.lanes.lane_3", 1, (-7, 9))     # lanes 3 and 19 (paired)
+    assert c.register_read("InaIngress.lanes.lane_3", 1) == (-7, 9)
     _compare(py, c, _protocol_rounds(random.Random(22), 10, first=41))
 
 

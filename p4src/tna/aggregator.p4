@@ -2,13 +2,16 @@
 // a Tofino pipeline runs it. Every register has ONE table, whose const entries pick the
 // register's operation from what the pass is (`kind`, set once early) and what the registers
 // before it answered; a register's operations thus share one logical table and one stage.
-// First pass: claim / match / merge / add / contest. Whatever must read state out (a complete
-// aggregate, a preempted partial, a reminder's drain, a release) resubmits the packet and does
-// it in a second pass. Stage by stage: p4src/tna/README.md.
+// First pass: claim / match / merge / add / contest. Whatever must read state out (a preempted
+// partial, a reminder's drain, a release) resubmits the packet and does it in a second pass;
+// lanes come out of their paired registers half a pass at a time, so a completion (whose add
+// put out the high lanes) and a drain or swap (whose second pass did) recirculate for the low
+// ones. Stage by stage: p4src/tna/README.md.
 #ifndef _INA_TNA_AGGREGATOR_P4_
 #define _INA_TNA_AGGREGATOR_P4_
 
-// What a pass does, decided once from the resubmit operation and the packet (ina_pass_kind).
+// What a pass does, decided once from the resubmitted or recirculated operation and the packet
+// (ina_pass_kind).
 const bit<8> KIND_NONE      = 0;    // not the aggregator's (never set by ina_pass_kind)
 const bit<8> KIND_COMPLETE  = 1;    // arrived complete: on to the next level, memory untouched
 const bit<8> KIND_LOOKUP    = 2;    // a returning result (ATP hold) or a reminder: owned here?
@@ -20,6 +23,7 @@ const bit<8> KIND_SWAP      = 7;    // second pass of a won contest: packet swap
 const bit<8> KIND_RELEASE   = 8;    // second pass of a returning result: free the held aggregator
 const bit<8> KIND_UNMERGE   = 9;    // second pass of a duplicate that brought new bits
 const bit<8> KIND_DOWNGRADE = 10;   // second pass of a lost contest: halve the holder's priority
+const bit<8> KIND_READ_LO   = 11;   // recirculated pass of a drain or swap: the low lanes out
 
 // What owner_hi answers a fragment or a lookup.
 const bit<8> OWNER_OTHER   = 0;
@@ -57,6 +61,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     // the release path's action) and the pass's kind with the inputs its registers store
     action compute_agg_index() {
         meta.agg_index = meta.pool_base + meta.agg_offset;
+    }
+    // a recirculated pass works on the aggregator the pass before it named (a drain or swap
+    // has rewritten the key it was hashed from)
+    action recirculated_agg_index() {
+        meta.agg_index = meta.recirc_in.agg_index;
     }
     // What the priority and bitmap registers store or compare in this pass (one input field
     // each: a stateful ALU reads at most two PHV fields). ATP's hold keeps a completed
@@ -103,6 +112,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             (INA_OP_SWAP, _, _, _, _)                       : pass_with_packet_inputs(KIND_SWAP);
             (INA_OP_DOWNGRADE, _, _, _, _)                  : pass_downgrade();
             (INA_OP_UNMERGE, _, _, _, _)                    : pass_unmerge();
+            (INA_OP_READ_LO, _, _, _, _)                    : pass_with_inputs(KIND_READ_LO, 0, 0);
         }
         size = 16;
     }
@@ -438,49 +448,70 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
 #define INA_LANE_STAGE_14 10
 #define INA_LANE_STAGE_15 11
 
-// K lanes: one register and one table each, with exchange (claim/swap), saturating add and
-    // take. The add is sticky at the bounds: a lane that saturated stays saturated, so a later
-    // addition cannot bring it back into range unflagged (egress flags aggregates with a lane
-    // at a bound).
-#define LANE(i)                                                                        \
-    Register<int<32>, bit<32>>(INA_POOL_SIZE) lane_##i;                                \
-    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_exchange = {        \
-        void apply(inout int<32> value, out int<32> rv) { rv = value; value = hdr.lanes.v##i; } \
-    };                                                                                 \
-    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = {             \
-        void apply(inout int<32> value) {                                              \
-            if (value != 0x7fffffff && value >= -0x7fffffff) {                       \
-                value = value |+| hdr.lanes.v##i;                                      \
-            }                                                                          \
+// K lanes in K/2 paired registers (as SwitchML): register lane_j holds lane j in `lo` and lane
+    // K/2 + j in `hi`, one stateful ALU adds both. A Tofino 1 stateful ALU outputs one 32-bit
+    // word per access, so a pair is read out in two passes: the add outputs the new `hi` sum
+    // (the packet that completes the aggregate carries the high lanes out of its first pass) and
+    // a drain or swap exchanges `hi` in its resubmitted pass; the recirculated pass after either
+    // exchanges `lo` (exchange_lo). The add saturates but is not sticky (sticking at both bounds
+    // takes two comparisons per lane, and the ALU has two for the pair): hosts keep every sum
+    // within int32, so only a faulty job saturates, and a lane that saturated and came back in
+    // range leaves unflagged (docs/protocol.md, OVERFLOW). A free aggregator's lanes are not
+    // cleared: a claim overwrites both halves, and nothing adds to an unclaimed aggregator.
+#define LANE_PAIR(j, h)                                                                \
+    Register<ina_lane_pair_t, bit<32>>(INA_POOL_SIZE) lane_##j;                        \
+    RegisterAction<ina_lane_pair_t, bit<32>, int<32>>(lane_##j) lane_##j##_claim = {   \
+        void apply(inout ina_lane_pair_t value) {                                      \
+            value.lo = hdr.lanes.v##j;                                                 \
+            value.hi = hdr.lanes.v##h;                                                 \
         }                                                                              \
     };                                                                                 \
-    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_take = {            \
-        void apply(inout int<32> value, out int<32> rv) { rv = value; value = 0; }     \
+    RegisterAction<ina_lane_pair_t, bit<32>, int<32>>(lane_##j) lane_##j##_add = {     \
+        void apply(inout ina_lane_pair_t value, out int<32> rv) {                      \
+            value.lo = value.lo |+| hdr.lanes.v##j;                                    \
+            value.hi = value.hi |+| hdr.lanes.v##h;                                    \
+            rv = value.hi;                                                             \
+        }                                                                              \
     };                                                                                 \
-    action lane_##i##_exchange_op() { hdr.lanes.v##i = lane_##i##_exchange.execute(meta.agg_index); } \
-    action lane_##i##_add_op()      { lane_##i##_add.execute(meta.agg_index); }        \
-    action lane_##i##_take_op()     { hdr.lanes.v##i = lane_##i##_take.execute(meta.agg_index); } \
-    @stage(INA_LANE_STAGE_##i)                                                         \
-    table lane_##i##_op {                                                              \
+    RegisterAction<ina_lane_pair_t, bit<32>, int<32>>(lane_##j) lane_##j##_exchange_lo = { \
+        void apply(inout ina_lane_pair_t value, out int<32> rv) {                      \
+            rv = value.lo;                                                             \
+            value.lo = hdr.lanes.v##j;                                                 \
+        }                                                                              \
+    };                                                                                 \
+    RegisterAction<ina_lane_pair_t, bit<32>, int<32>>(lane_##j) lane_##j##_exchange_hi = { \
+        void apply(inout ina_lane_pair_t value, out int<32> rv) {                      \
+            rv = value.hi;                                                             \
+            value.hi = hdr.lanes.v##h;                                                 \
+        }                                                                              \
+    };                                                                                 \
+    action lane_##j##_claim_op()       { lane_##j##_claim.execute(meta.agg_index); }  \
+    action lane_##j##_add_op()         { hdr.lanes.v##h = lane_##j##_add.execute(meta.agg_index); } \
+    action lane_##j##_exchange_lo_op() { hdr.lanes.v##j = lane_##j##_exchange_lo.execute(meta.agg_index); } \
+    action lane_##j##_exchange_hi_op() { hdr.lanes.v##h = lane_##j##_exchange_hi.execute(meta.agg_index); } \
+    @stage(INA_LANE_STAGE_##j)                                                         \
+    table lane_##j##_op {                                                              \
         key = {                                                                        \
             meta.kind      : exact;                                                    \
             meta.situation : exact;                                                    \
             meta.dup_bits  : exact;                                                    \
         }                                                                              \
-        actions = { lane_##i##_exchange_op; lane_##i##_add_op; lane_##i##_take_op; NoAction; } \
+        actions = { lane_##j##_claim_op; lane_##j##_add_op; lane_##j##_exchange_lo_op; \
+                    lane_##j##_exchange_hi_op; NoAction; }                             \
         const entries = {                                                              \
-            (KIND_FRAGMENT, SIT_CLAIM, 0) : lane_##i##_exchange_op();                  \
-            (KIND_FRAGMENT, SIT_NEWER, 0) : lane_##i##_exchange_op();                  \
-            (KIND_FRAGMENT, SIT_SAME, 0)  : lane_##i##_add_op();                       \
-            (KIND_TAKE, SIT_OTHER, 0) : lane_##i##_take_op();                      \
-            (KIND_TAKE_HOLD, SIT_OTHER, 0) : lane_##i##_take_op();                      \
-            (KIND_DRAIN, SIT_OTHER, 0) : lane_##i##_take_op();                      \
-            (KIND_SWAP, SIT_OTHER, 0) : lane_##i##_exchange_op();                  \
+            (KIND_FRAGMENT, SIT_CLAIM, 0) : lane_##j##_claim_op();                     \
+            (KIND_FRAGMENT, SIT_NEWER, 0) : lane_##j##_claim_op();                     \
+            (KIND_FRAGMENT, SIT_SAME, 0)  : lane_##j##_add_op();                       \
+            (KIND_TAKE, SIT_OTHER, 0)      : lane_##j##_exchange_lo_op();              \
+            (KIND_TAKE_HOLD, SIT_OTHER, 0) : lane_##j##_exchange_lo_op();              \
+            (KIND_READ_LO, SIT_OTHER, 0)   : lane_##j##_exchange_lo_op();              \
+            (KIND_DRAIN, SIT_OTHER, 0)     : lane_##j##_exchange_hi_op();              \
+            (KIND_SWAP, SIT_OTHER, 0)      : lane_##j##_exchange_hi_op();              \
         }                                                                              \
         default_action = NoAction();                                                   \
         size = 8;                                                                      \
     }
-#define LANE_APPLY(i) lane_##i##_op.apply();
+#define LANE_PAIR_APPLY(j, h) lane_##j##_op.apply();
 
     // ---- stage 8: the verdict, from the registers' answers: one table for a fragment's first
     // pass and one for everything else (a chain of ifs would spend a logical table per action
@@ -521,6 +552,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.verdict = INA_RESUBMIT;
         meta.resubmit.op = op;
     }
+    // the next pass needs the packet as this one rewrote it (the lanes read out so far)
+    action recirculate(bit<8> op) {
+        meta.verdict = INA_RECIRCULATE;
+        meta.recirc_out.op = op;
+    }
     // a duplicate that brought bits the aggregator lacked: the second pass keeps all others
     // (seen | ~bitmap == ~(bitmap & ~seen) == ~new_bits)
     action resubmit_unmerge() {
@@ -554,6 +590,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         hdr.ina.count = meta.taken_fan_in - meta.taken_remaining;
         hdr.ina.fan_in = meta.taken_fan_in;
         hdr.ina.flags[2:2] = 1;                      // INA_FLAG_PREEMPTED
+        recirculate(INA_OP_READ_LO);                 // this pass read the high lanes
     }
     // ... and a collided reminder then moves on to the next node
     action drain_out_level_up() {
@@ -564,6 +601,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         hdr.ina.count = meta.taken_fan_in - meta.taken_remaining;
         hdr.ina.flags[2:2] = 1;
         level_up();
+        recirculate(INA_OP_READ_LO);
     }
     // fragment, round, priority, bitmap and PS address were exchanged into the header by
     // their registers
@@ -574,6 +612,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         hdr.ina.count = meta.taken_fan_in - meta.taken_remaining;
         hdr.ina.fan_in = meta.taken_fan_in;
         hdr.ina.flags[2:1] = 0b10;                   // PREEMPTED set, COLLISION cleared
+        recirculate(INA_OP_READ_LO);                 // the arriving packet's low lanes go in then
     }
     // new_bits = bitmap & ~seen (seen & bitmap == dup_bits), for the duplicate test
     action note_new_bits() {
@@ -602,12 +641,13 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             hdr.ina.priority : ternary;
             meta.preemption  : ternary;
         }
-        actions = { absorb; duplicate; resubmit; resubmit_unmerge; resubmit_downgrade; collide; }
+        actions = { absorb; duplicate; resubmit; recirculate; resubmit_unmerge; resubmit_downgrade;
+                    collide; }
         const entries = {
             (SIT_OLDER, _, _, _, _, _, _) : duplicate();        // from a finished round
             (SIT_CLAIM, _, _, _, _, _, _) : absorb();
             (SIT_NEWER, _, _, _, _, _, _) : absorb();           // reclaimed a stale partial
-            (SIT_SAME, 0, _, 1, _, _, _)  : resubmit(INA_OP_TAKE);
+            (SIT_SAME, 0, _, 1, _, _, _)  : recirculate(INA_OP_TAKE);   // the add put out the high sums
             (SIT_SAME, 0, _, _, _, _, _)  : absorb();
             (SIT_SAME, _, 0, _, _, _, _)  : duplicate();
             (SIT_SAME, _, _, _, _, _, _)  : resubmit_unmerge();
@@ -656,8 +696,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     // whole; flat, forwarding only waits for the verdict and the lanes fill the stages beside it.
     apply {
         count_missing();
-        compute_agg_index();
-        if (meta.job_known == 1) {
+        if (meta.recirculated == 1) {
+            recirculated_agg_index();
+        } else {
+            compute_agg_index();
+        }
+        if (meta.job_known == 1 || meta.recirculated == 1) {
             ina_pass_kind.apply();
         }
         owner_hi_op.apply();
@@ -681,9 +725,9 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
 // (which waits for the verdict) and the lanes (which wait only for the duplicate test) share
 // the last stages.
 control InaLanes(inout ina_headers_t hdr, inout ina_ig_metadata_t meta) {
-    INA_FOR_EACH_LANE(LANE)
+    INA_FOR_EACH_LANE_PAIR(LANE_PAIR)
     apply {
-        INA_FOR_EACH_LANE(LANE_APPLY)
+        INA_FOR_EACH_LANE_PAIR(LANE_PAIR_APPLY)
     }
 }
 

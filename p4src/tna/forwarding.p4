@@ -43,6 +43,12 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         ig_tm_md.ucast_egress_port = meta.route_port;
         hdr.ethernet.dst_addr = meta.route_dmac;
     }
+    // a pass that needs another (the lanes still in the registers): back into this pipe's
+    // ingress as rewritten, past egress, forwarded by the last pass
+    action recirculate_packet() {
+        ig_tm_md.ucast_egress_port = meta.recirc_port;
+        ig_tm_md.bypass_egress = 1;
+    }
     action decrement_ttl() {
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
@@ -92,7 +98,9 @@ control InaForwarding(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
             unicast = 1;
             ipv4_lpm.apply();
         }
-        if (meta.mcast_group != 0) {
+        if (meta.verdict == INA_RECIRCULATE) {
+            recirculate_packet();
+        } else if (meta.mcast_group != 0) {
             ig_tm_md.mcast_grp_a = meta.mcast_group;
         } else if (unicast == 0) {
             drop_packet();

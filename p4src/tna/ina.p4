@@ -1,19 +1,58 @@
 // INA switch for Tofino (TNA): the protocol of docs/protocol.md with the same tables as the
 // v1model program. Tofino's rules shape the aggregator (p4src/tna/aggregator.p4): one
-// stateful-ALU execution per register per pass, so reading state out (results, preempted
-// partials, reminders) happens in a resubmitted second pass; K = 16 lanes, one register each.
-// Tofino 1 rules it follows and what the Tofino back end reports on it: p4src/tna/README.md.
+// stateful-ALU execution per register per pass, so reading state out (preempted partials,
+// reminders) happens in a resubmitted second pass; K = 32 lanes in 16 paired registers, whose
+// halves come out in two passes (a recirculation). Tofino 1 rules it follows and what the
+// Tofino back end reports on it: p4src/tna/README.md.
 #include <core.p4>
 #include <tna.p4>
 
 #ifndef INA_LANES
-#define INA_LANES 16             // stage fit on Tofino 1: p4src/tna/README.md
+#define INA_LANES 32             // stage fit on Tofino 1: p4src/tna/README.md
 #endif
 #ifndef INA_POOL_SIZE
 #define INA_POOL_SIZE 8192           // aggregators per pipe; pool sizes are powers of two
 #endif
 
 #include "../common/ina_headers.p4"
+
+// Lanes j and K/2 + j share register lane_j (its `lo` and `hi` halves): one stateful ALU adds
+// both. INA_FOR_EACH_LANE_PAIR(M) expands M(j, K/2 + j); the egress parses the low half only.
+#if INA_LANES == 32
+#define INA_HALF_LANES 16
+#define INA_FOR_EACH_LOW_LANE(M) INA_LANES_16(M)
+#define INA_FOR_EACH_LANE_PAIR(M) M(0, 16) M(1, 17) M(2, 18) M(3, 19) M(4, 20) M(5, 21) \
+    M(6, 22) M(7, 23) M(8, 24) M(9, 25) M(10, 26) M(11, 27) M(12, 28) M(13, 29) M(14, 30) M(15, 31)
+#elif INA_LANES == 16
+#define INA_HALF_LANES 8
+#define INA_FOR_EACH_LOW_LANE(M) INA_LANES_8(M)
+#define INA_FOR_EACH_LANE_PAIR(M) M(0, 8) M(1, 9) M(2, 10) M(3, 11) M(4, 12) M(5, 13) M(6, 14) M(7, 15)
+#elif INA_LANES == 8
+#define INA_HALF_LANES 4
+#define INA_FOR_EACH_LOW_LANE(M) INA_LANES_4(M)
+#define INA_FOR_EACH_LANE_PAIR(M) M(0, 4) M(1, 5) M(2, 6) M(3, 7)
+#else
+#error "the TNA program pairs its lanes: INA_LANES must be 8, 16 or 32"
+#endif
+
+struct ina_lane_pair_t {
+    int<32> lo;                  // lane j
+    int<32> hi;                  // lane K/2 + j
+}
+
+// What the egress parses: the header and the low half of the lanes (all 32 lanes are past
+// Tofino 1's 160-byte egress parse depth; the high half stays payload).
+header ina_low_lanes_h {
+    INA_FOR_EACH_LOW_LANE(INA_LANE_FIELD)
+}
+struct ina_eg_headers_t {
+    ethernet_h      ethernet;
+    ipv4_h          ipv4;
+    udp_h           udp;
+    ina_h           ina;
+    ina_low_lanes_h lanes;
+}
+
 #include "metadata.p4"
 #include "aggregator.p4"
 #include "forwarding.p4"
@@ -41,8 +80,12 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
         meta.kind = KIND_NONE;
         meta.situation = SIT_OTHER;
         meta.dup_bits = 0;
-        transition select(ig_intr_md.resubmit_flag) {
-            1: parse_resubmit;
+        meta.recirculated = 0;
+        meta.recirc_port = (PortId_t)INA_RECIRC_LOCAL_PORT;   // the pipe's bits come in stage 0
+        meta.saturated_hi = 0;
+        transition select(ig_intr_md.resubmit_flag, ig_intr_md.ingress_port) {
+            (1, _): parse_resubmit;
+            (0, (PortId_t)INA_RECIRC_LOCAL_PORT &&& 0x7F): parse_recirculated;   // any pipe's
             default: parse_port_metadata;
         }
     }
@@ -53,6 +96,13 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
     }
     state parse_port_metadata {
         pkt.advance(PORT_METADATA_SIZE);
+        transition parse_ethernet;
+    }
+    state parse_recirculated {
+        pkt.advance(PORT_METADATA_SIZE);
+        pkt.extract(meta.recirc_in);
+        meta.op = meta.recirc_in.op;
+        meta.recirculated = 1;
         transition parse_ethernet;
     }
     state parse_ethernet {
@@ -117,6 +167,26 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         meta.key_lo = hdr.ina.fragment_id;
     }
     action set_pipe(bit<8> pipe) { meta.pipe = pipe; }
+    // (in actions, not the parser: Tofino's parser cannot assign the ingress port it extracted
+    // in an earlier state on more than one path)
+    action note_front_port() {
+        meta.in_port = ig_intr_md.ingress_port;
+        meta.recirc_port[8:7] = ig_intr_md.ingress_port[8:7];
+    }
+    action note_recirculated_port() {
+        meta.in_port = meta.recirc_in.in_port;
+        meta.recirc_port[8:7] = ig_intr_md.ingress_port[8:7];
+    }
+    action note_recirculation() {
+        meta.recirc_out.setValid();
+        meta.recirc_out.pad = 0;
+        meta.recirc_out.in_port = meta.in_port;
+        meta.recirc_out.agg_index = meta.agg_index;
+    }
+    action flag_overflow() {
+        hdr.ina.flags[5:5] = 1;            // INA_FLAG_OVERFLOW
+        hdr.udp.checksum = 0;              // the header changed
+    }
     action aggregate(bit<32> pool_base, bit<32> pool_mask) {
         meta.pool_base = pool_base;
         meta.agg_offset = meta.agg_hash & pool_mask;
@@ -195,8 +265,20 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         size = 4096;
     }
 
+    // The high lanes of an aggregate are tested for a saturation bound here, where the pass that
+    // sends them on parses them (the egress parses only the low half): a recirculated pass
+    // carries the high sums the pass before it read out, and a first pass an aggregate that
+    // arrived. One gateway per lane, each marking its own bit, then one test of the bits.
+#define HIGH_LANE_SATURATED(j, h) \
+    if (hdr.lanes.v##h == 0x7fffffff || hdr.lanes.v##h == -0x7fffffff - 1) { meta.saturated_hi[j:j] = 1; }
+
     apply {
         meta.verdict = INA_PASS;
+        if (meta.recirculated == 1) {
+            note_recirculated_port();
+        } else {
+            note_front_port();
+        }
         if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0) {
             // stage 0: lookups keyed on the packet as received, and the index hash; ina_job
             // and ina_level only write metadata, used where the aggregator needs them
@@ -214,12 +296,24 @@ control InaIngress(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         }
         aggregator.apply(hdr, meta, ig_dprsr_md);  // nothing unless job_known; drops what it keeps
         // A packet kept, refused or resubmitted (below) never leaves by its unicast port.
-        forwarding.apply(hdr, meta, ig_intr_md.ingress_port, ig_dprsr_md, ig_tm_md);
+        forwarding.apply(hdr, meta, meta.in_port, ig_dprsr_md, ig_tm_md);
+        // before the lanes write the high half (no gateway around them: bf-p4c would place the
+        // gated block whole before what follows it)
+        INA_FOR_EACH_LANE_PAIR(HIGH_LANE_SATURATED)
+        if (meta.saturated_hi != 0 && hdr.lanes.isValid()) {
+            if (meta.recirculated == 1) {
+                flag_overflow();
+            } else if (hdr.ina.worker_id == INA_WORKER_AGGREGATE && meta.op == INA_OP_NONE) {
+                flag_overflow();
+            }
+        }
         lanes.apply(hdr, meta);                    // after the registers' answers; nothing for KIND_NONE
         if (meta.verdict == INA_RESUBMIT) {
             meta.resubmit.setValid();
             meta.resubmit.pad = 0;
             ig_dprsr_md.resubmit_type = 1;         // the deparser emits meta.resubmit
+        } else if (meta.verdict == INA_RECIRCULATE) {
+            note_recirculation();                  // forwarding sent it to the recirculation port
         } else if (meta.verdict != INA_ABSORB && meta.verdict != INA_DUPLICATE) {
             if (hdr.lanes.isValid() && (hdr.ina.flags & INA_FLAG_RESEND) == 0
                     && (meta.verdict != INA_PASS
@@ -237,12 +331,13 @@ control InaIngressDeparser(packet_out pkt, inout ina_headers_t hdr, in ina_ig_me
         if (ig_dprsr_md.resubmit_type == 1) {
             resubmit.emit(meta.resubmit);
         }
+        pkt.emit(meta.recirc_out);                 // valid only on the way to a recirculation
         pkt.emit(hdr);
     }
 }
 
 // ------------------------------------------------------------------ egress
-parser InaEgressParser(packet_in pkt, out ina_headers_t hdr, out ina_eg_metadata_t meta,
+parser InaEgressParser(packet_in pkt, out ina_eg_headers_t hdr, out ina_eg_metadata_t meta,
                        out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
@@ -280,7 +375,7 @@ parser InaEgressParser(packet_in pkt, out ina_headers_t hdr, out ina_eg_metadata
     }
 }
 
-control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
+control InaEgress(inout ina_eg_headers_t hdr, inout ina_eg_metadata_t meta,
                   in egress_intrinsic_metadata_t eg_intr_md,
                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
@@ -325,16 +420,17 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
         hdr.ipv4.hdr_checksum = hdr.ipv4.hdr_checksum + 0x0101;   // end-around carry
     }
 
-    // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed.
+    // The stateful ALUs saturate; an aggregate with a lane at a bound is flagged as overflowed
+    // (the low half here, the high half in the ingress pass that put it in the packet).
     // One gateway per lane, each marking its own bit, all in one stage; then one test of the
     // bits (gateways writing the flags field itself would run one after the other).
-#define LANE_SATURATED(i) \
-    if (hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1) { meta.saturated[i:i] = 1; }
+#define LOW_LANE_SATURATED(i) \
+    if (hdr.lanes.v##i == 0x7fffffff || hdr.lanes.v##i == -0x7fffffff - 1) { meta.saturated_lo[i:i] = 1; }
     apply {
         if (hdr.lanes.isValid() && hdr.ina.worker_id == INA_WORKER_AGGREGATE) {
-            meta.saturated = 0;
-            INA_FOR_EACH_LANE(LANE_SATURATED)
-            if (meta.saturated != 0) {
+            meta.saturated_lo = 0;
+            INA_FOR_EACH_LOW_LANE(LOW_LANE_SATURATED)
+            if (meta.saturated_lo != 0) {
                 flag_overflow();
             }
         }
@@ -354,7 +450,7 @@ control InaEgress(inout ina_headers_t hdr, inout ina_eg_metadata_t meta,
     }
 }
 
-control InaEgressDeparser(packet_out pkt, inout ina_headers_t hdr, in ina_eg_metadata_t meta,
+control InaEgressDeparser(packet_out pkt, inout ina_eg_headers_t hdr, in ina_eg_metadata_t meta,
                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Checksum() ipv4_checksum;
     apply {

@@ -11,8 +11,14 @@ const bit<8> INA_OP_DRAIN   = 3;   // reminder: read the partial out to the PS, 
 const bit<8> INA_OP_RELEASE = 4;   // a returning result frees a held aggregator
 const bit<8> INA_OP_UNMERGE = 5;   // a duplicate's bits merged in pass 1 are cleared again
 const bit<8> INA_OP_DOWNGRADE = 6; // a failed preemption halves the holder's priority (ESA)
+const bit<8> INA_OP_READ_LO = 7;   // recirculated: a drained or swapped partial's low lanes out
 
 const bit<3> INA_RESUBMIT   = 4;   // verdict: resubmit for a second pass
+const bit<3> INA_RECIRCULATE = 5;  // verdict: recirculate (the packet as rewritten) for another pass
+
+// Tofino 1's recirculation port of a pipe is 128 * pipe + 68: the pipe's bits of the ingress port
+// over this local port (the pass comes back into the same pipe, to the same registers).
+const bit<7> INA_RECIRC_LOCAL_PORT = 68;
 
 header ina_resubmit_h {
     bit<8>  op;
@@ -22,8 +28,25 @@ header ina_resubmit_h {
     bit<8>  pad;                   // Tofino 1 resubmit data is 64 bits
 }
 
+// Prepended to a recirculated packet (a resubmitted pass carries only 8 bytes and the original
+// packet; a recirculated one carries the packet as this pass rewrote it: the lanes read out so
+// far). The next pass takes its operation and aggregator from here, since a drain or a swap has
+// rewritten the key the index was hashed from, and forwards by the port the packet came in on.
+header ina_recirc_h {
+    bit<8>   op;
+    bit<7>   pad;
+    PortId_t in_port;
+    bit<32>  agg_index;
+}
+
 struct ina_ig_metadata_t {
     ina_resubmit_h resubmit;
+    ina_recirc_h recirc_in;        // this pass was recirculated (parsed before Ethernet)
+    ina_recirc_h recirc_out;       // ... and this one will be (the deparser emits it first)
+    bit<1>  recirculated;
+    PortId_t in_port;              // the port the packet entered the switch by (not a recirculation port)
+    PortId_t recirc_port;          // this pipe's recirculation port
+    bit<INA_HALF_LANES> saturated_hi;  // bit j: lane K/2 + j of an aggregate sits at a bound
     bit<8>  op;
     bit<8>  pipe;
     bit<32> pool_base;
@@ -76,7 +99,7 @@ struct ina_ig_metadata_t {
 }
 
 struct ina_eg_metadata_t {
-    bit<INA_LANES> saturated;      // bit i: lane i of an aggregate sits at a saturation bound
+    bit<INA_HALF_LANES> saturated_lo;  // bit i: lane i (< K/2) of an aggregate sits at a bound
     bool    ipv4_checksum_full;    // no IPv4 options: the deparser recomputes the checksum
 }
 

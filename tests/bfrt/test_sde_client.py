@@ -169,6 +169,20 @@ def test_registers_read_from_hw_give_one_value_per_pipe_as_a_list(session) -> No
     assert data[field] == [0]
 
 
+def test_a_paired_lane_register_reads_both_halves_per_pipe(session) -> None:
+    """K = 32 lanes in 16 paired registers: lane_0 holds lane 0 (`lo`) and lane 16 (`hi`)."""
+    _, info, target = session
+    reg = info.table_get("pipe.InaIngress.lanes.lane_0")
+    lo, hi = "InaIngress.lanes.lane_0.lo", "InaIngress.lanes.lane_0.hi"
+    key = reg.make_key([gc.KeyTuple("$REGISTER_INDEX", 5)])
+    reg.entry_add(target, [key], [reg.make_data([gc.DataTuple(lo, 7), gc.DataTuple(hi, 0x7FFFFFFF)])])
+    [(data, _)] = _entries(reg, target, [key])
+    assert (data[lo], data[hi]) == ([7], [0x7FFFFFFF])
+    reg.entry_del(target)
+    [(data, _)] = _entries(reg, target, [key])
+    assert (data[lo], data[hi]) == ([0], [0])
+
+
 def test_pre_multicast_nodes_and_groups(session) -> None:
     _, info, target = session
     node = info.table_get("$pre.node")

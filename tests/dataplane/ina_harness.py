@@ -13,7 +13,7 @@ from p4sim import Program, Switch, load_program
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
     "v1model": (ROOT / "p4src" / "v1model" / "ina.p4", 64),
-    "tna": (ROOT / "p4src" / "tna" / "ina.p4", 16),
+    "tna": (ROOT / "p4src" / "tna" / "ina.p4", 32),
 }
 PS_IP, PS_PORT = "10.0.1.1", 10
 

@@ -103,7 +103,7 @@ def test_tna_program_installed_over_bfrt_on_mininet_is_exact_under_loss(scheme: 
     run = _run_emulated(topo, jobs, specs, scheme, tmp_path, loss=0.01, rto_max=0.5, timeout=60,
                         switch="p4sim-tna", log=lines.append)
     assert any("over BfRuntime" in line for line in lines), lines
-    assert run.lanes == 16
+    assert run.lanes == 32
     for res in run.jobs:
         assert len(res.per_round()) == 2 and res.exact, res.workers
     assert run.deployment.ina_switches
