@@ -137,7 +137,7 @@ class WorkerState(ctypes.Structure):
                                      "round")]
                 + [(n, _ptr) for n in ("wire", "sub", "first", "count", "pos", "done", "results", "retx", "first_sent",
                                        "timeout", "deadline", "pend", "later", "resent_at", "path_srtt",
-                                       "path_rttvar")]
+                                       "path_rttvar", "path_clean")]
                 + [(n, _i64) for n in ("base", "next", "n_done", "n_pending", "n_recovering")]
                 + [("newest_answered", _dbl), ("rto", Rto), ("resend_rtt", Rto), ("retry_rtt", Rto)]
                 + [(n, _i64) for n in ("sent", "resent", "fast_resent", "results_n", "duplicate_results", "out_n",
@@ -313,6 +313,7 @@ class NativeWorker:
         self.pend, self.later = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32)
         self.resent_at = np.zeros(n)
         self.path_srtt, self.path_rttvar = np.zeros(len(r.count)), np.zeros(len(r.count))
+        self.path_clean = np.zeros(len(r.count))
         self.out = (ctypes.c_void_p * cap)()
         self.scratch = np.zeros(cap * max(r.frame_len, 1), dtype=np.uint8)
         self._keep = [counts, first, sub, pos, wire]
@@ -324,6 +325,7 @@ class NativeWorker:
         st.first_sent, st.timeout, st.deadline = _addr(self.first_sent), _addr(self.timeout), _addr(self.deadline)
         st.pend, st.later, st.resent_at = _addr(self.pend), _addr(self.later), _addr(self.resent_at)
         st.path_srtt, st.path_rttvar = _addr(self.path_srtt), _addr(self.path_rttvar)
+        st.path_clean = _addr(self.path_clean)
         st.out_cap, st.out_n, st.scratch_used = cap, 0, 0
         st.out = ctypes.cast(self.out, ctypes.POINTER(ctypes.c_void_p))
         st.scratch = _addr(self.scratch)
@@ -352,6 +354,7 @@ class NativeWorker:
         self.later[a:b] = wk._later_results[a:b]
         self.resent_at[a:b] = wk._resent_at[a:b]
         self.path_srtt[:], self.path_rttvar[:] = wk._path_srtt, wk._path_rttvar
+        self.path_clean[:] = wk._path_clean
         st.base, st.next, st.n_done, st.n_pending = a, b, wk._n_done, len(wk._pending)
         st.n_recovering = wk._recovering
         st.newest_answered = wk._newest_answered
@@ -375,6 +378,7 @@ class NativeWorker:
         wk._later_results[a:b] = self.later[a:b].tolist()
         wk._resent_at[a:b] = self.resent_at[a:b].tolist()
         wk._path_srtt, wk._path_rttvar = self.path_srtt.tolist(), self.path_rttvar.tolist()
+        wk._path_clean = self.path_clean.tolist()
         idx = np.flatnonzero(self.pend[st.base:b]) + st.base
         wk._pending = dict(zip(idx.tolist(), self.deadline[idx].tolist()))   # ascending: send order
         wk._base, wk._next, wk._n_done, wk._recovering = st.base, st.next, st.n_done, st.n_recovering

@@ -164,6 +164,7 @@ typedef struct {
     int32_t *later;
     double *resent_at;          /* when each fragment was last retransmitted */
     double *path_srtt, *path_rttvar;   /* per sub-model (its path): RFC 6298, srtt < 0: no sample */
+    double *path_clean;         /* per sub-model: when a first copy was last answered unretransmitted */
     /* state, mirrored from/to the Worker around hand-offs */
     int64_t base, next, n_done, n_pending, n_recovering;   /* recovering: pending and retransmitted */
     double newest_answered;
@@ -186,6 +187,13 @@ static void w_resend(Worker *w, int64_t idx) {
     fr[PREFIX + 1] = F_RESEND;
     put16(fr + PREFIX + 4, 0);
     w_emit(w, fr);
+}
+
+/* Worker._path_sample: RFC 6298's update of sub-model p's round trip */
+static void w_path_sample(Worker *w, int32_t p, double rtt) {
+    if (w->path_srtt[p] < 0) { w->path_srtt[p] = rtt; w->path_rttvar[p] = rtt / 2.0; return; }
+    w->path_rttvar[p] = 0.75 * w->path_rttvar[p] + 0.25 * fabs(w->path_srtt[p] - rtt);
+    w->path_srtt[p] = 0.875 * w->path_srtt[p] + 0.125 * rtt;
 }
 
 /* Worker._rack: fragment e's timer brought forward to its RACK deadline */
@@ -240,28 +248,28 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     w->done[idx] = 1;
     w->n_done++;
     w->results_n++;
+    int from_switch = be16(p + 4) != 0;     /* node_id 0: the PS's result */
     if (w->pend[idx]) {
         w->pend[idx] = 0;
         w->n_pending--;
         if (!w->retx[idx]) {                                             /* Karn */
             double rtt = now - w->first_sent[idx];
-            int32_t p = w->sub[idx];
             rto_sample(&w->rto, rtt);
-            if (w->path_srtt[p] < 0) { w->path_srtt[p] = rtt; w->path_rttvar[p] = rtt / 2.0; }
-            else {
-                w->path_rttvar[p] = 0.75 * w->path_rttvar[p] + 0.25 * fabs(w->path_srtt[p] - rtt);
-                w->path_srtt[p] = 0.875 * w->path_srtt[p] + 0.125 * rtt;
-            }
+            w_path_sample(w, w->sub[idx], rtt);
+            w->path_clean[w->sub[idx]] = now;
             if (w->later[idx] < 0) w->n_recovering--;     /* presumed lost, yet answered */
         } else {
             w->n_recovering--;
+            /* a switch's result answers the first copy: an exact path sample, taken when no first
+             * copy of the sub-model was answered unretransmitted since (Worker._on_result) */
+            if (from_switch && w->path_clean[w->sub[idx]] < w->first_sent[idx])
+                w_path_sample(w, w->sub[idx], now - w->first_sent[idx]);
             if (w->retx[idx] == 1) rto_sample(&w->resend_rtt, now - w->resent_at[idx]);   /* one try */
             else if (w->retx[idx] == 2) rto_sample(&w->retry_rtt, now - w->resent_at[idx]);
         }
     }
     if (w->first_sent[idx] > w->newest_answered) w->newest_answered = w->first_sent[idx];
     int32_t s = w->sub[idx];
-    int from_switch = be16(p + 4) != 0;     /* node_id 0: the PS's result */
     /* Worker.retry_wait and the RACK window */
     double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
     {   /* Worker.retry_wait: at least the fastest path's srtt, at most the maximum */

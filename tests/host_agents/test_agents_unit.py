@@ -23,8 +23,9 @@ def _worker(w: int = 1, window: int = 3, n_frags: int = 10) -> Worker:
     return wk
 
 
-def _result(job: int, frag: int, values: np.ndarray, sub: int = 0, dst: str = WIP[1]) -> bytes:
-    h = InaHeader(job, 2, sub, frag, 255, 4, 4, 0, 0b1111, Flags.RESULT)
+def _result(job: int, frag: int, values: np.ndarray, sub: int = 0, dst: str = WIP[1], node: int = 2) -> bytes:
+    """A RESULT from the switch of node ``node`` (0: from the PS, as the answer to a RESEND)."""
+    h = InaHeader(job, node, sub, frag, 255, 4, 4, 0, 0b1111, Flags.RESULT)
     return build_frame(h, values.astype(np.int32), src_ip=PS_IP, dst_ip=dst)
 
 
@@ -116,7 +117,7 @@ def test_resend_round_trips_set_the_retry_wait() -> None:
     wk.push(np.zeros(2 * K))
     wk.start(0.0)
     wk.on_timer(0.01)                                         # fragment 0 resent
-    wk.on_frame(_result(5, 0, np.zeros(K)), 0.0105)           # answered 0.5 ms later
+    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.0105)           # answered 0.5 ms later
     assert wk.resend_rtt.srtt == pytest.approx(0.0005)
     assert wk.retry_wait() == pytest.approx(0.0005 + 4 * 0.00025)
 
@@ -130,7 +131,7 @@ def test_second_try_round_trips_set_the_wait_before_a_third() -> None:
     wk.start(0.0)
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.01)] == [0]    # first try
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.014)] == [0]   # second
-    wk.on_frame(_result(5, 0, np.zeros(K)), 0.0145)             # answered 0.5 ms after it
+    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.0145)             # answered 0.5 ms after it
     assert wk.retry_rtt.srtt == pytest.approx(0.0005) and wk.retry_rtt.rto == pytest.approx(0.0015)
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.02)] == [1]    # fragment 1
     assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(0.024)] == [1]   # its second
@@ -145,7 +146,7 @@ def test_further_tries_double_up_to_four_measured_answer_times_not_four_rtos() -
     wk.push(np.zeros(2 * K))
     wk.start(0.0)
     wk.on_timer(0.01)                                         # fragment 0 resent
-    wk.on_frame(_result(5, 0, np.zeros(K)), 0.0105)           # answered: resend_rtt.rto 1.5 ms
+    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.0105)           # answered: resend_rtt.rto 1.5 ms
     waits = []
     for _ in range(4):                                        # fragment 1: tries 1 to 4
         now = wk.next_deadline()
@@ -153,6 +154,28 @@ def test_further_tries_double_up_to_four_measured_answer_times_not_four_rtos() -
         waits.append(wk.next_deadline() - now)
     # the retry wait (1.5 ms), doubled, then 4 x 1.5 ms: not on to 12 ms (4 RTOs: 40 ms)
     assert waits == pytest.approx([0.0015, 0.003, 0.006, 0.006])
+
+
+def test_worker_a_switch_result_of_a_resent_fragment_samples_its_path() -> None:
+    """A switch's result can only answer the first copy (a RESEND goes to the PS, whose results
+    carry node 0), so its round trip is exact despite the resend. Sampled while no first copy of
+    that sub-model was answered unretransmitted since it was sent: else RACK keeps a path srtt
+    learnt too short for ever (every copy resent before its result, no Karn sample grows it)."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4), FragmentLabel(3, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+    wk.push(np.zeros(6 * K), [3 * K, 3 * K])
+    wk._path_srtt, wk._path_rttvar = [0.0005, 0.002], [0.0, 0.0]      # A's learnt too short
+    wk.start(0.0)                                             # A0, B0, A1 at t=0
+    wk.on_frame(_result(5, 0, np.full(K, 1), sub=1), 0.002)   # B0: B1 at 0.002
+    wk.on_frame(_result(5, 1, np.full(K, 2), sub=1), 0.003)   # B1, sent later: evidence against A0, A1
+    resent = [h for f in wk.on_timer(0.003) for h in [parse_frame(f, K).header] if h.flags == Flags.RESEND]
+    assert [(h.submodel_id, h.fragment_id) for h in resent] == [(0, 0), (0, 1)]   # RACK: 1 ms
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.004)            # A0 from its switch: 4 ms, exact
+    assert wk._path_srtt[0] == pytest.approx(0.875 * 0.0005 + 0.125 * 0.004)
+    assert wk._path_rttvar[0] == pytest.approx(0.25 * 0.0035)
+    srtt = wk._path_srtt[0]
+    wk.on_frame(_result(5, 1, np.zeros(K), node=0), 0.005)    # A1 from the PS: may answer the resend
+    assert wk._path_srtt[0] == srtt
 
 
 def test_worker_resends_every_expired_fragment_a_later_result_speaks_against() -> None:

@@ -128,6 +128,36 @@ def test_recovery_bound_native_and_python_cores_emit_the_same_frames(mode: str, 
     assert py[0] != _fabric_run(mode, False, 0.12, 0.1, 3)[0]     # the bound changed what was sent
 
 
+def test_a_switch_result_of_a_resent_fragment_samples_its_path_in_c_as_in_python() -> None:
+    """A sub-model path's srtt learnt too short: RACK resends its first copies before their
+    results; a switch's result answers the first copy, so it is sampled while no first copy of
+    the sub-model sent after it was answered unretransmitted — the C core as the Python one."""
+    wip = "10.0.0.2"
+
+    def result(sub: int, frag: int, node: int) -> bytes:
+        h = P.InaHeader(5, node, sub, frag, 255, 4, 4, 0, 0b1111, P.Flags.RESULT)
+        return P.build_frame(h, np.full(64, frag + 1, np.int32), src_ip="10.0.9.1", dst_ip=wip)
+
+    def run(native_path: bool) -> tuple:
+        wk = Worker(5, 1, "10.0.9.1", wip, [FragmentLabel(2, 4), FragmentLabel(3, 4)], lanes=64, window=3,
+                    rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+        wk.push(np.zeros(6 * 64), [3 * 64, 3 * 64])
+        wk._path_srtt, wk._path_rttvar = [0.0005, 0.002], [0.0, 0.0]     # sub-model 0's too short
+        a: Any = native.NativeWorker(wk) if native_path else wk
+        out = [a.start(0.0), a.on_frame(result(1, 0, 3), 0.002), a.on_frame(result(1, 1, 3), 0.003),
+               a.on_timer(0.003),                                   # RACK: sub-model 0's 0 and 1
+               a.on_frame(result(0, 0, 2), 0.004),                  # sampled: 4 ms
+               a.on_frame(result(0, 2, 2), 0.0045),                 # sent at 0.003, not resent: 1.5 ms
+               a.on_frame(result(0, 1, 2), 0.005)]                  # not: a later one was answered in time
+        if native_path:
+            a.finish()
+        return out, wk._path_srtt, wk._path_rttvar, wk.stats
+    py, nat = run(False), run(True)
+    assert py == nat
+    assert py[3].resent == 2
+    assert py[1][0] == pytest.approx(0.875 * (0.875 * 0.0005 + 0.125 * 0.004) + 0.125 * 0.0015)
+
+
 # ---------------------------------------------------------------------- node 0, reordering
 def _simulate(agents: dict[str, Any], rng: random.Random, loss: float, dup: float, done: Any, log: list) -> None:
     """Deliver every frame to the agent at its IPv4 destination after a random delay (so frames
