@@ -428,9 +428,9 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         size = 16;
     }
 
-    // Where each lane's table goes (bf-p4c's @stage; p4sim ignores it): stage 7 has agg_remaining
-// and three lanes, then four a stage (a stage has 4 stateful ALUs). The placer left to itself
-// finishes the forwarding block (stages 9-11) before coming back to the lanes.
+    // Where each lane pair's table goes (bf-p4c's @stage; p4sim ignores it): stage 7 has
+    // agg_remaining and three pairs, then four a stage (a stage has 4 stateful ALUs). The placer
+    // left to itself finishes the forwarding block (stages 9-11) before coming back to the lanes.
 #define INA_LANE_STAGE_0 7
 #define INA_LANE_STAGE_1 7
 #define INA_LANE_STAGE_2 7
