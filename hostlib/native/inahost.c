@@ -75,13 +75,16 @@ static double rto_value(const Rto *r) {
 
 #define RETRY_MIN 1e-4      /* rto.RETRY_MIN */
 
+/* rto.smoothed: RFC 6298's update of (srtt, rttvar) with one sample (first: no srtt yet) */
+static void smoothed(int first, double *srtt, double *rttvar, double rtt) {
+    if (first) { *srtt = rtt; *rttvar = rtt / 2.0; return; }
+    *rttvar = 0.75 * *rttvar + 0.25 * fabs(*srtt - rtt);
+    *srtt = 0.875 * *srtt + 0.125 * rtt;
+}
+
 static void rto_sample(Rto *r, double rtt) {
-    if (!r->has_srtt) {
-        r->srtt = rtt; r->rttvar = rtt / 2.0; r->has_srtt = 1;
-    } else {
-        r->rttvar = 0.75 * r->rttvar + 0.25 * fabs(r->srtt - rtt);
-        r->srtt = 0.875 * r->srtt + 0.125 * rtt;
-    }
+    smoothed(!r->has_srtt, &r->srtt, &r->rttvar, rtt);
+    r->has_srtt = 1;
 }
 
 /* ------------------------------------------------------------------ encoding (Worker.push) */
@@ -191,9 +194,7 @@ static void w_resend(Worker *w, int64_t idx) {
 
 /* Worker._path_sample: RFC 6298's update of sub-model p's round trip */
 static void w_path_sample(Worker *w, int32_t p, double rtt) {
-    if (w->path_srtt[p] < 0) { w->path_srtt[p] = rtt; w->path_rttvar[p] = rtt / 2.0; return; }
-    w->path_rttvar[p] = 0.75 * w->path_rttvar[p] + 0.25 * fabs(w->path_srtt[p] - rtt);
-    w->path_srtt[p] = 0.875 * w->path_srtt[p] + 0.125 * rtt;
+    smoothed(w->path_srtt[p] < 0, &w->path_srtt[p], &w->path_rttvar[p], rtt);
 }
 
 /* Worker._rack: fragment e's timer brought forward to its RACK deadline */
