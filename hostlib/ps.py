@@ -120,6 +120,7 @@ class _Entry:
     recovered_at: float = -1.0     # when the last recovery was sent (-1: never)
     recoveries: int = 0            # recoveries sent so far
     answered: bool = False         # a reply that only a recovery gets (a result copy or a drain) arrived
+    replied: bool = False          # such a reply arrived since the last recovery
     result: np.ndarray | None = None
     slot: int = -1                 # in on_frames: its place among the batch's completions
     seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
@@ -165,6 +166,16 @@ def _kind(flags: int, count: int) -> str:
         return "collision"
     return "partial" if count > 1 else "plain"
 
+
+# A reply this many answer RTOs after an entry's latest recovery (not its first) samples the
+# answer round trip although Karn's rule would drop it (ParameterServer._on_reply). In the
+# emulation at 5 % loss and 0.88 Mb/s the replies queued behind the PS's own recoveries for
+# seconds while the wait, learnt lossless, stayed 0.2 s at most (4 RTOs): the PS re-recovered
+# every entry many times per reply, 487,867 queries for 1,784 fragments, and rounds hit their
+# 300 s limit; sampled, 4.3x the lossless round. Not 1: at 20 Mb/s (bench_loss.py) the tail
+# of ordinary replies then raised the wait, and GOAT's 5 % rounds took up to 4x longer; 2 and
+# 3 leave them as they were.
+_LATE_REPLY = 2.0
 
 # A result that on_frames computes at the end of its batch: every completion of the batch at
 # once, in numpy, instead of reductions and conversions per fragment. Until then the entry's
@@ -318,9 +329,8 @@ class ParameterServer:
         if e is None:
             t = self.timeout.rto
             e = self._entries[key] = self._open[key] = _Entry(now, now + t, t, self.lanes)
-        if e.recoveries == 1 and not e.answered and kind in ("result_copy", "drained"):
-            e.answered = True
-            self.answer_rtt.sample(now - e.recovered_at)
+        if kind in ("result_copy", "drained") and e.recoveries and not e.replied:
+            self._on_reply(e, now)
         if kind == "resend":
             return self._on_resend(key, e, job, worker, lanes, now)
         if kind == "result_copy":
@@ -429,6 +439,7 @@ class ParameterServer:
         contribution)."""
         e.recovered_at = now
         e.recoveries += 1
+        e.replied = False
         missing = sorted(w for w in job.round_workers(key[1]) if not (e.net_bitmap | e.resend_bitmap) >> w & 1)
         if e.recoveries == 1 and e.net_bitmap == 0 and 0 < len(e.resend) < len(missing):
             # fewer workers report the fragment lost than stay silent, and no switch sent any of
@@ -440,6 +451,22 @@ class ParameterServer:
             # queries every silent worker
             missing = [missing[key[3] % len(missing)]]
         return self._reminders(key, job) + [self._query(key, w, job) for w in missing]
+
+    def _on_reply(self, e: _Entry, now: float) -> None:
+        """The first reply since ``e``'s last recovery that only a recovery gets: a sample of
+        the answer round trip. After one recovery it is exact. After several (Karn's rule: it
+        may answer an earlier one) it is still a lower bound of the round trip — it answers
+        the last recovery or an earlier one — and sampled when that bound is well past the
+        answer RTO (``_LATE_REPLY`` of them): else a round trip that outgrew the waits is
+        never measured, since every reply then comes after a further recovery, and the waits
+        never grow to it."""
+        e.replied = True
+        since = now - e.recovered_at
+        if e.recoveries == 1 and not e.answered:
+            e.answered = True
+            self.answer_rtt.sample(since)
+        elif e.recoveries > 1 and since > _LATE_REPLY * self.answer_rtt.rto:
+            self.answer_rtt.sample(since)
 
     def _gap(self, job_id: int, rnd: int, sub: int, frag: int, bitmap: int, now: float) -> None:
         """A first copy of ``frag`` carried ``bitmap``. Each worker's fragments of a sub-model

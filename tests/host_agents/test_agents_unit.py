@@ -239,6 +239,32 @@ def test_ps_recovers_again_an_answer_round_trip_later() -> None:
     assert ps.next_deadline() == pytest.approx(0.015 + 0.006)     # doubled (at most 4 of them)
 
 
+def test_ps_a_reply_long_after_a_further_recovery_still_measures_the_answer_round_trip() -> None:
+    """Replies slower than the answer wait (queued behind the PS's own recoveries) each come
+    after a further recovery, where Karn's rule would drop them and the wait never grow. One
+    that comes more than two answer RTOs after the latest recovery is sampled: the round trip
+    is at least that long. One within them is not (it may answer the latest recovery)."""
+    ps = _ps()
+    ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0)
+    for _ in range(3):                                            # nothing answers: recovered 3 times
+        ps.on_timer(ps.next_deadline())
+    rto = ps.answer_rtt.rto
+    assert ps.answer_rtt.srtt is None and rto == pytest.approx(0.001 / 4)
+    last = ps._open[(5, 0, 0, 0)].recovered_at
+    copy = InaHeader(5, 0, 0, 0, 1, 4, 1, 0, 0b0010, Flags.RESULT | Flags.RESEND)
+    ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), last + 3 * rto)
+    assert ps.answer_rtt.srtt == pytest.approx(3 * rto)
+
+    ps.on_frame(_contrib(0b0100, Flags.RESEND, frag=1), 1.0)
+    for _ in range(3):
+        ps.on_timer(ps.next_deadline())
+    srtt, rto = ps.answer_rtt.srtt, ps.answer_rtt.rto
+    last = ps._open[(5, 0, 0, 1)].recovered_at
+    copy = copy.with_(fragment_id=1)
+    ps.on_frame(build_frame(copy, TOTAL.astype(np.int32), src_ip=WIP[1], dst_ip=PS_IP), last + 1.5 * rto)
+    assert ps.answer_rtt.srtt == srtt                             # ambiguous: not measured
+
+
 def test_backoff_is_capped_by_rtos_and_by_maximum() -> None:
     rto = RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05, max_backoff=10.0)
     assert rto.backoff(0.04) == 0.05                                         # maximum
