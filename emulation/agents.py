@@ -258,7 +258,8 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
                             "exact": False, "sent": st.sent, "resent": st.resent, "fast_resent": st.fast_resent,
                             "results": st.results, "duplicate_results": st.duplicate_results,
                             "queries_answered": st.queries_answered, "overflowed": len(st.overflowed),
-                            "joined": True})
+                            "joined": True, "timers": _timers(rto=wk.rto, resend_rtt=wk.resend_rtt,
+                                                              retry_rtt=wk.retry_rtt)})
                 if finished:
                     unchecked.append((rec[-1], p, rnd, wk.result_fixed()))
             _progress(cfg, rnd)
@@ -311,7 +312,14 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"role": "ps", "host": cfg["host"], "received": dict(st.received), "results_sent": st.results_sent,
             "results_resent": st.results_resent, "reminders": st.reminders, "queries": st.queries,
             "completed": st.completed, "incomplete": len(ps.incomplete()), **tr.counts,
-            "send_dropped": tr.send_dropped}
+            "send_dropped": tr.send_dropped,
+            "timers": _timers(timeout=ps.timeout, answer_rtt=ps.answer_rtt, resend_spread=ps.resend_spread)}
+
+
+def _timers(**estimators: RtoEstimator) -> dict[str, dict[str, float | None]]:
+    """Each estimator's smoothed RTT and RTO (s) as it ended: what the timers had learnt."""
+    return {name: {"srtt": None if r.srtt is None else round(r.srtt, 6), "rto": round(r.rto, 6)}
+            for name, r in estimators.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
