@@ -265,6 +265,17 @@ def test_ps_a_reply_long_after_a_further_recovery_still_measures_the_answer_roun
     assert ps.answer_rtt.srtt == srtt                             # ambiguous: not measured
 
 
+def test_ps_grace_after_a_first_resend_is_at_most_an_answer_round_trip() -> None:
+    """The others' resends are awaited at most as long as a recovery would take to answer:
+    the spread follows the workers' timers, and those follow the PS (an uncapped grace grew
+    to seconds in the emulation)."""
+    ps = _ps()
+    ps.resend_spread.sample(0.04)                                 # resends spread: RTO 0.05 (the cap)
+    ps.answer_rtt.sample(0.002)                                   # a query is answered in ~2 ms
+    ps.on_frame(_contrib(0b0100, Flags.RESEND), 1.0)
+    assert ps.next_deadline() == pytest.approx(1.0 + ps.answer_rtt.rto)
+
+
 def test_backoff_is_capped_by_rtos_and_by_maximum() -> None:
     rto = RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05, max_backoff=10.0)
     assert rto.backoff(0.04) == 0.05                                         # maximum
