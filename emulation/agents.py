@@ -45,7 +45,6 @@ class CountingTransport(UdpTransport):
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.counts = {"tx_packets": 0, "tx_bytes": 0, "rx_packets": 0, "rx_bytes": 0}
-        self._in_batch = False          # send_many may fall back to send: count once
 
     def _count(self, way: str, frames: list[bytes]) -> None:
         self.counts[f"{way}_packets"] += len(frames)
@@ -53,16 +52,11 @@ class CountingTransport(UdpTransport):
 
     def send(self, frame: bytes) -> None:
         super().send(frame)
-        if not self._in_batch:
-            self._count("tx", [frame])
+        self._count("tx", [frame])
 
     def send_many(self, frames: Iterable[bytes]) -> None:
         frames = list(frames)
-        self._in_batch = True
-        try:
-            super().send_many(frames)
-        finally:
-            self._in_batch = False
+        super().send_many(frames)
         self._count("tx", frames)
 
     def recv(self, timeout: float) -> bytes | None:
