@@ -464,7 +464,9 @@ class ParameterServer:
         the last recovery or an earlier one — and sampled when that bound is well past the
         answer RTO (``_LATE_REPLY`` of them): else a round trip that outgrew the waits is
         never measured, since every reply then comes after a further recovery, and the waits
-        never grow to it."""
+        never grow to it. A drain of a complete entry may answer the clean-up reminder sent at
+        completion instead, and then overstates the round trip; it still counts — leaving such
+        drains out let the twin's first 5 % GOAT round at 1.1 Mb/s storm (28 → 66 s, seed 1)."""
         e.replied = True
         since = now - e.recovered_at
         if e.recoveries == 1 and not e.answered:
