@@ -37,7 +37,8 @@ What gets installed for a job with a single PS:
   reminders (preferably a worker it aggregates for); where that host's LPM route from the PS
   misses the node, ``ina_route`` entries matching (job, node, flags = REMINDER, ingress port)
   pin the reminder along a shortest path PS → node. The ingress port keeps the pin from
-  catching the reminder again on its way on from the node.
+  catching the reminder again on its way on from the node. A ``to_multicast`` node also gets
+  the same pins for ``RELAY`` (the PS's results it multicasts: ``JobConfig.result_via``).
 """
 from __future__ import annotations
 
@@ -394,11 +395,20 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         else:
             raise ValueError(f"plan {scheme}: no reminder route from {ps} through {n}")
         via[sid[n]] = addr[h].ip
+        # a node multicasting to every worker also relays the PS's results (rule 1), which take
+        # the reminders' path to it (OVERFLOW may be set: not matched)
+        kinds: list[dict[str, int]] = [{"flags": int(Flags.REMINDER)}]
+        if levels[n][0] == "to_multicast":
+            kinds.append({"flags": int(Flags.RELAY), "flags_mask": 0xFF & ~int(Flags.OVERFLOW)})
         for a, (in_port, out_port) in pins.items():
-            ops[a].append(TableOp.of("add_route", job.job_id, out_port, addr[h].mac, node_id=sid[n],
-                                     flags=int(Flags.REMINDER), ingress_port=in_port, priority=2))
+            for kind in kinds:
+                ops[a].append(TableOp.of("add_route", job.job_id, out_port, addr[h].mac, node_id=sid[n],
+                                         ingress_port=in_port, priority=2, **kind))
     sub_nodes = {i: sorted({sid[n] for n in levels if (n, i) in fan or (n, i) in fan2}) for i in range(len(subs))}
-    cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes)
+    relay = {i: nodes[-1] for i, nodes in
+             ((i, [sid[n] for n in sorted(levels, key=sid.get) if levels[n][0] == "to_multicast"
+                   and ((n, i) in fan or (n, i) in fan2)]) for i in range(len(subs))) if nodes}
+    cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes, result_via=relay)
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
                       {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})

@@ -105,17 +105,18 @@ class InaTables:
 
     def add_route(self, job_id: int, port: int, dmac: str | int = 0, *, node_id: int | None = None,
                   worker_id: int | None = None, flags: int | None = None, ingress_port: int | None = None,
-                  priority: int = 1) -> None:
+                  priority: int = 1, flags_mask: int = 0xFF) -> None:
         """Pin a path for INA packets of ``job_id``; each optional field narrows the match to
         one next node, one worker, exactly these ``flags`` (e.g. 0: first copies only, so
-        fallbacks and aggregates leaving a node follow the LPM routes) or one ingress port."""
+        fallbacks and aggregates leaving a node follow the LPM routes; ``flags_mask``: the bits
+        compared) or one ingress port."""
         match: dict[str, Any] = {"job_id": Exact(job_id)}
         if node_id is not None:
             match["node_id"] = Ternary(node_id, 0xFFFF)
         if worker_id is not None:
             match["worker_id"] = Ternary(worker_id, 0xFF)
         if flags is not None:
-            match["flags"] = Ternary(flags, 0xFF)
+            match["flags"] = Ternary(flags & flags_mask, flags_mask)
         if ingress_port is not None:
             match["ingress_port"] = Ternary(ingress_port, 0x1FF)
         self._insert("ina_route", match, "route", priority=priority, port=port, dmac=_mac(dmac))

@@ -32,6 +32,7 @@ class Flags(IntFlag):
     REMINDER = 0x08
     RESEND = 0x10
     OVERFLOW = 0x20
+    RELAY = 0x40
 
 
 class ProtocolError(ValueError):

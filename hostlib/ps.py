@@ -3,7 +3,8 @@
 It receives everything the switches did not finish — plain fragments (node 0 plans), COLLISION
 fallbacks, PREEMPTED partials, partials and complete aggregates a level sends to the PS,
 REMINDER drains and workers' RESEND retransmissions — and completes each (job, sub-model,
-fragment) exactly, then unicasts the RESULT to every worker of the job.
+fragment) exactly, then unicasts the RESULT to every worker of the job (or, where a node of the
+job multicasts to all of them, sends it once through that node: ``JobConfig.result_via``).
 
 Exactness (docs/protocol.md, "Host behaviour"). Every contribution reaches the PS by one of two
 channels:
@@ -68,11 +69,15 @@ class JobConfig:
     nodes to remind for a sub-model (all ``reminder_via`` nodes if absent; reminding a node that
     holds nothing is harmless). ``participants``: round → the worker ids that take part in it
     (GOAT-Async: the K_t workers of Alg. 2); a round not listed has every worker.
+    ``result_via``: sub-model → a node that multicasts to every worker (level ``to_multicast``,
+    with a ``reminder_via`` host): a result of that sub-model the PS completes for a round of
+    every worker leaves once, flagged ``RELAY``, through that node (rule 1), not once per worker.
     """
     workers: Mapping[int, tuple[str, str | int]]
     reminder_via: Mapping[int, str] = field(default_factory=dict)
     submodel_nodes: Mapping[int, Sequence[int]] | None = None
     participants: Mapping[int, Sequence[int]] | None = None
+    result_via: Mapping[int, int] | None = None
 
     @property
     def mask(self) -> int:
@@ -101,6 +106,15 @@ class JobConfig:
         else:
             nodes = list(self.reminder_via)
         return [n for n in nodes if n != 0 and n in self.reminder_via]
+
+    def relay_node(self, submodel_id: int, round: int) -> int:
+        """The node that multicasts the PS's results of ``submodel_id`` in ``round`` to every
+        worker (0: the PS sends one to each): its group holds every worker, so only for rounds
+        that have them all."""
+        node = self.result_via.get(submodel_id, 0) if self.result_via else 0
+        if node not in self.reminder_via or self.round_mask(round) != self.mask:
+            return 0
+        return node
 
 
 @dataclass(slots=True)
@@ -141,6 +155,7 @@ class PsStats:
     reminders: int = 0
     queries: int = 0
     completed: int = 0
+    results_relayed: int = 0       # of results_sent: one frame through a multicasting node
 
     def count(self, kind: str) -> None:
         self.received[kind] = self.received.get(kind, 0) + 1
@@ -148,6 +163,7 @@ class PsStats:
 
 _RESULT, _COLLISION, _PREEMPTED = int(Flags.RESULT), int(Flags.COLLISION), int(Flags.PREEMPTED)
 _REMINDER, _RESEND, _OVERFLOW = int(Flags.REMINDER), int(Flags.RESEND), int(Flags.OVERFLOW)
+_RELAY = int(Flags.RELAY)
 
 
 _FIRST_COPIES = ("plain", "partial", "collision")     # first copies in their workers' send order
@@ -158,8 +174,8 @@ def _kind(flags: int, count: int) -> str:
         return "result_copy" if flags & _RESULT else "resend"
     if flags & _PREEMPTED:
         return "drained" if flags & _REMINDER else "preempted"
-    if flags & _REMINDER:
-        return "reminder"
+    if flags & (_REMINDER | _RELAY):
+        return "reminder"             # our own, come back (a relay only if misrouted)
     if flags & _RESULT:
         return "switch_result"
     if flags & _COLLISION:
@@ -491,7 +507,8 @@ class ParameterServer:
         if (e.net_bitmap | e.resend_bitmap if e.resend else e.net_bitmap) != mask:
             return []
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
-        if self._completions is not None and not stand_ins and e.net_sum is not None:
+        relay = job.relay_node(key[2], key[1])
+        if self._completions is not None and not stand_ins and e.net_sum is not None and not relay:
             # inside on_frames: the sum is final; compute it with the batch's others
             e.result, e.slot = _DEFERRED, len(self._completions)
             self._completions.append((key, e, job))
@@ -517,25 +534,32 @@ class ParameterServer:
             self.timeout.sample(now - e.created)
         elif e.recovered_at < 0 and e.first_resend >= 0:
             self.resend_spread.sample(now - e.first_resend)     # resends completed it unasked
-        payload = self._result_payload(key, e, job)
-        out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
+        if relay:
+            # one frame for the PS's link, replicated by the node: at 5 % loss in the emulation
+            # the PS's own link limits the rounds, and results were half of what it sent
+            out = [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
+            self.stats.results_relayed += 1
+        else:
+            payload = self._result_payload(key, e, job)
+            out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
         self.stats.results_sent += len(out)
         if stand_ins:
             # the stand-ins' first copies may still sit in a switch partial: free that aggregator
             out += self._reminders(key, job)
         return out
 
-    def _header(self, key: Key, e: _Entry, job: JobConfig) -> bytes:
-        """The INA header of the RESULT every worker gets."""
+    def _header(self, key: Key, e: _Entry, job: JobConfig, relay: int = 0) -> bytes:
+        """The INA header of the RESULT every worker gets; with ``relay``, of the frame that
+        node multicasts as that RESULT (rule 1: complete, so it only replicates it)."""
         n = len(job.round_workers(key[1]))
-        flags = _RESULT | (_OVERFLOW if e.overflow else 0)
-        return pack_header(key[0], 0, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.round_mask(key[1]), flags,
+        flags = (_RELAY if relay else _RESULT) | (_OVERFLOW if e.overflow else 0)
+        return pack_header(key[0], relay, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.round_mask(key[1]), flags,
                            key[1])
 
-    def _result_payload(self, key: Key, e: _Entry, job: JobConfig) -> bytes:
+    def _result_payload(self, key: Key, e: _Entry, job: JobConfig, relay: int = 0) -> bytes:
         """INA header and lanes of the RESULT every worker gets (only the addressing differs)."""
         assert e.result is not None
-        return self._header(key, e, job) + e.result.astype(">i4").tobytes()
+        return self._header(key, e, job, relay) + e.result.astype(">i4").tobytes()
 
     def _result_frame(self, key: Key, e: _Entry, worker: int, job: JobConfig, payload: bytes | None = None) -> bytes:
         if e.result is _DEFERRED:
@@ -547,6 +571,11 @@ class ParameterServer:
     def _address(self, payload: bytes, job: JobConfig, worker: int) -> bytes:
         ip, mac = job.workers[worker]
         return frame_prefix(self.ip, ip, self.mac, self.gateway_mac or mac, INA_UDP_PORT, 64, len(payload)) + payload
+
+    def _relay_frame(self, payload: bytes, job: JobConfig, node: int) -> bytes:
+        """``payload`` to ``node``: addressed as its reminders are, whose path passes it."""
+        return frame_prefix(self.ip, job.reminder_via[node], self.mac, self.gateway_mac, INA_UDP_PORT, 64,
+                            len(payload)) + payload
 
     def _reminders(self, key: Key, job: JobConfig) -> list[bytes]:
         out = []

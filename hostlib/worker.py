@@ -53,6 +53,7 @@ FAST_RETRANSMIT_AFTER = 1
 
 
 _RESULT, _REMINDER, _OVERFLOW = int(Flags.RESULT), int(Flags.REMINDER), int(Flags.OVERFLOW)
+_RELAY = int(Flags.RELAY)
 
 
 class _Round:
@@ -330,7 +331,8 @@ class Worker:
             self.stats.ignored += 1
         elif flags & _RESULT:
             if r is cur:
-                return self._on_result(idx, flags, frame, off, now, node)
+                # a RELAY is the PS's result that a node multicast: it answers no first copy
+                return self._on_result(idx, flags, frame, off, now, 0 if flags & _RELAY else node)
             self.stats.duplicate_results += 1
         elif flags & _REMINDER and node == 0 and worker == self.worker_id:
             # the PS's query (node 0 = the PS itself): it lacks this fragment. ESA §5.3 case 2:

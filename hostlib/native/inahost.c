@@ -41,6 +41,7 @@
 #define F_REMINDER 0x08
 #define F_RESEND 0x10
 #define F_OVERFLOW 0x20
+#define F_RELAY 0x40
 #define FAST_RETRANSMIT_AFTER 1   /* hostlib.worker.FAST_RETRANSMIT_AFTER: why one */
 
 /* return codes of the cores and of the UDP loops */
@@ -249,7 +250,8 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     w->done[idx] = 1;
     w->n_done++;
     w->results_n++;
-    int from_switch = be16(p + 4) != 0;     /* node_id 0: the PS's result */
+    /* node_id 0 or RELAY (a node multicast it for the PS): the PS's result */
+    int from_switch = be16(p + 4) != 0 && !(flags & F_RELAY);
     if (w->pend[idx]) {
         w->pend[idx] = 0;
         w->n_pending--;
@@ -668,7 +670,7 @@ int ina_ps_payload(Ps *ps, const uint8_t *p, double now) {
     if (!j || j->python_only || (flags & F_RESEND)) return HANDOFF;
     int kind;
     if (flags & F_PREEMPTED) kind = flags & F_REMINDER ? K_DRAINED : K_PREEMPTED;
-    else if (flags & F_REMINDER) kind = K_REMINDER;
+    else if (flags & (F_REMINDER | F_RELAY)) kind = K_REMINDER;     /* ours, come back */
     else if (flags & F_RESULT) kind = K_SWITCH_RESULT;
     else if (flags & F_COLLISION) kind = K_COLLISION;
     else kind = p[14] > 1 ? K_PARTIAL : K_PLAIN;

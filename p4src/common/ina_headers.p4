@@ -16,6 +16,7 @@ const bit<8> INA_FLAG_PREEMPTED = 0x04;
 const bit<8> INA_FLAG_REMINDER  = 0x08;
 const bit<8> INA_FLAG_RESEND    = 0x10;
 const bit<8> INA_FLAG_OVERFLOW  = 0x20;
+const bit<8> INA_FLAG_RELAY     = 0x40;   // the PS's result for a node to multicast (rule 1); switches only route on it
 
 const bit<8> INA_WORKER_AGGREGATE = 255;   // worker_id of partial and complete aggregates
 

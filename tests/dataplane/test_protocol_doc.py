@@ -277,6 +277,26 @@ def test_arriving_complete_aggregate_leaves_without_touching_memory(arch: str) -
     assert s.state(i) == before
 
 
+
+def test_a_relay_is_multicast_as_the_result(arch: str) -> None:
+    """Flag RELAY with rule 1: the PS's complete result (count = fan_in = the job's workers,
+    worker 255, RESULT clear), addressed to a host beyond the node, leaves the `to_multicast`
+    node as every worker's RESULT, RELAY kept, lanes as sent, memory untouched (a partial of the
+    same key stays); the replicas' source is the address the relay was sent to."""
+    s = Bench(arch, workers=3)
+    s.absorbed(s.fragment(0, fan_in=3), 100)
+    i = s.used()
+    before = s.state(i)
+    relay = s.aggregate(0b111, fan_in=3).with_(flags=Flags.RELAY)
+    outs = s.tx(relay, -9, src_ip=PS_IP, dst_ip=worker_ip(1), in_port=PS_PORT)
+    assert sorted(o.port for o in outs) == [worker_port(w) for w in range(3)]
+    for o in outs:
+        h = o.pkt.header
+        assert h.flags == Flags.RESULT | Flags.RELAY and h.bitmap == 0b111 and h.count == h.fan_in == 3
+        assert h.node_id == s.node_id and o.pkt.src_ip == worker_ip(1)
+        assert_lanes(o.pkt, -9)
+    assert s.state(i) == before
+
 @pytest.mark.parametrize("fan_in,count", [(0, 1), (1, 1), (2, 5)])
 def test_count_at_or_above_fan_in_completes_on_arrival(arch: str, fan_in: int, count: int) -> None:
     """Rule 1 with `to_ps`: a packet whose count already reaches its fan-in (fan-in 0 too)
@@ -743,6 +763,19 @@ def test_reminder_routes_pinned_by_ingress_port(arch: str) -> None:
     assert s.one(r, 0, src_ip=PS_IP, dst_ip=worker_ip(1), in_port=PS_PORT).port == 30
     assert s.one(r, 0, src_ip=PS_IP, dst_ip=worker_ip(1), in_port=30).port == worker_port(1)
 
+
+
+def test_relay_routes_pinned_by_flags_under_a_mask(arch: str) -> None:
+    """Forwarding: a pin for RELAY whose flags mask leaves OVERFLOW out steers relays with and
+    without OVERFLOW to another node, and neither a reminder nor a first copy of that node."""
+    s = Bench(arch, workers=2)
+    s.t.add_route(1, port=30, node_id=7, flags=int(Flags.RELAY), flags_mask=0xFF & ~int(Flags.OVERFLOW),
+                  ingress_port=PS_PORT)
+    relay = s.aggregate(0b11, fan_in=2, node_id=7)
+    for flags in (Flags.RELAY, Flags.RELAY | Flags.OVERFLOW):
+        assert s.one(relay.with_(flags=flags), 1, src_ip=PS_IP, dst_ip=worker_ip(1), in_port=PS_PORT).port == 30
+    assert s.one(s.reminder(node_id=7), 0, src_ip=PS_IP, dst_ip=worker_ip(1), in_port=PS_PORT).port == worker_port(1)
+    assert s.one(s.fragment(0, fan_in=2, node_id=7), 1).port == PS_PORT
 
 def test_ecmp_member_depends_on_the_five_tuple_only(arch: str) -> None:
     """Forwarding: the ECMP member is picked by a CRC16 over the 5-tuple, so INA header fields

@@ -98,9 +98,10 @@ def test_helpers() -> None:
     assert r.calls == [("add_lpm", ("10.0.0.1", 32, 2), {"dmac": "02:00:00:00:00:01"})]
 
 
-def _walk_reminder(topo, dep, node_id: int) -> list[str]:
-    """Switches a PS reminder for ``node_id`` visits: a pinned reminder route (node, flags ==
-    REMINDER, ingress port) first, else the /32 LPM to its ``reminder_via`` host."""
+def _walk_reminder(topo, dep, node_id: int, flags: int = 0x08) -> list[str]:
+    """Switches a PS reminder (``flags``: or a relayed result, 0x40) for ``node_id`` visits
+    before it reaches its ``reminder_via`` host: a pinned route (node, flags, ingress port)
+    first, else the /32 LPM to that host."""
     dst = dep.job_config.reminder_via[node_id]
     port_to = {s: {l.port_of(s): l.other(s) for l in topo.links_of(s)} for s in topo.switches()}
     prev, at, seen = dep.ps, topo.tor_of(dep.ps), []
@@ -108,7 +109,7 @@ def _walk_reminder(topo, dep, node_id: int) -> list[str]:
         seen.append(at)
         in_port = topo.link(at, prev).port_of(at)
         pin = [o for o in dep.ops[at] if o.method == "add_route" and dict(o.kwargs)["node_id"] == node_id
-               and dict(o.kwargs)["flags"] == 0x08 and dict(o.kwargs)["ingress_port"] == in_port]
+               and dict(o.kwargs)["flags"] == flags and dict(o.kwargs)["ingress_port"] == in_port]
         lpm = [o for o in dep.ops[at] if o.method == "add_lpm" and o.args[0] == dst]
         prev, at = at, port_to[at][pin[0].args[1] if pin else lpm[0].args[2]]
         assert len(seen) < 20, seen
@@ -125,6 +126,22 @@ def test_every_aggregation_node_is_on_its_reminder_route(scheme: str, fraction: 
     assert set(dep.job_config.reminder_via) == set(dep.node_ids.values())
     for sw, node_id in dep.node_ids.items():
         assert sw in _walk_reminder(topo, dep, node_id)
+
+
+@pytest.mark.parametrize("scheme,fraction", [("goat", 0.2), ("goat", 1.0), ("atp", 1.0), ("aro", 0.5)])
+def test_results_are_relayed_through_a_multicasting_node_of_their_submodel(scheme: str, fraction: float) -> None:
+    """`result_via`: every sub-model whose aggregation ends at a `to_multicast` node relays the
+    PS's results through it, and a RELAY frame from the PS passes that node (so rule 1
+    multicasts it); ATP's held aggregators multicast nothing, so it relays nothing."""
+    topo, job = _setup(fraction)
+    dep = deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=4000)
+    cfg, level = dep.job_config, {dep.node_ids[s]: lv for s, lv in dep.levels.items()}
+    ends = {i for i, nodes in cfg.submodel_nodes.items() if any(level[n] == "to_multicast" for n in nodes)}
+    assert set(cfg.result_via or {}) == ends and (bool(ends) == (scheme != "atp"))
+    for i, node_id in (cfg.result_via or {}).items():
+        assert level[node_id] == "to_multicast" and node_id in cfg.submodel_nodes[i]
+        sw = next(s for s, n in dep.node_ids.items() if n == node_id)
+        assert sw in _walk_reminder(topo, dep, node_id, flags=0x40)
 
 
 # A routing plan's partial leaving a level must reach the next level's node: the pins along the

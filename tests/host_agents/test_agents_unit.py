@@ -580,3 +580,39 @@ def test_ps_recovers_a_fragment_at_once_when_a_later_copy_of_a_missing_worker_ar
     assert ps.next_deadline() == 0.003
     queries = [parse_frame(f, K).header for f in ps.on_timer(0.003) if parse_frame(f, K).header.node_id == 0]
     assert [(h.fragment_id, h.worker_id) for h in queries] == [(0, 3)]
+
+
+def test_ps_relays_a_result_once_through_the_multicasting_node() -> None:
+    """`result_via`: a fragment the PS completes for a round of every worker leaves as one
+    RELAY frame to the sub-model's node (addressed to its reminder host, count = fan-in = 4,
+    worker 255, node id set, RESULT clear), also from on_frames' batched path; a worker that
+    asks again later, a round of part of the workers and a sub-model without such a node get
+    unicast RESULTs."""
+    job = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, participants={1: [0, 1]}, result_via={0: 2})
+    ps = ParameterServer(PS_IP, {5: job}, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+    out = ps.on_frames([_contrib(0b0011, Flags.PREEMPTED), _contrib(0b1100, Flags.PREEMPTED)], 0.0)
+    assert len(out) == 1
+    p = parse_frame(out[0], K)
+    assert p.dst_ip == VIA[2] and p.header.flags == Flags.RELAY and p.header.node_id == 2
+    assert (p.header.worker_id, p.header.count, p.header.fan_in, p.header.bitmap) == (255, 4, 4, 0b1111)
+    assert np.array_equal(p.lanes.astype(np.int64), TOTAL)
+    assert ps.stats.results_sent == ps.stats.results_relayed == 1
+    again = [parse_frame(f, K) for f in ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.01)]
+    assert [(q.dst_ip, q.header.flags, q.header.node_id) for q in again] == [(WIP[2], Flags.RESULT, 0)]
+    h = InaHeader(5, 2, 0, 0, 255, 2, 2, 0, 0b0011, Flags.PREEMPTED, 1)      # round 1: workers 0, 1
+    out = [parse_frame(f, K) for f in ps.on_frame(build_frame(h, (V[0] + V[1]).astype(np.int32),
+                                                              src_ip="10.0.0.9", dst_ip=PS_IP), 0.02)]
+    assert sorted(q.dst_ip for q in out) == [WIP[0], WIP[1]] and all(q.header.flags == Flags.RESULT for q in out)
+    assert job.relay_node(1, 0) == 0 and job.relay_node(0, 0) == 2 and job.relay_node(0, 1) == 0
+
+
+def test_worker_takes_a_relayed_result_as_the_ps_s() -> None:
+    """A RELAY result (the PS's, multicast by node 2) overtaking an earlier fragment presumes it
+    lost, as a PS result does, instead of a switch result's fast retransmit."""
+    wk = _worker(window=3, n_frags=6)
+    wk.start(0.0)
+    h = InaHeader(5, 2, 0, 1, 255, 4, 4, 0, 0b1111, Flags.RESULT | Flags.RELAY)   # fragment 1
+    out = [parse_frame(f, K).header for f in wk.on_frame(build_frame(h, np.full(K, 1, np.int32),
+                                                                     src_ip=VIA[2], dst_ip=WIP[1]), 0.002)]
+    assert not [h for h in out if h.flags == Flags.RESEND] and wk.stats.fast_resent == 0
+    assert wk._recovering == 1 and wk.stats.results == 1

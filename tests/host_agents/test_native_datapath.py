@@ -53,8 +53,9 @@ class Recorder:
 
 
 def _fabric_run(mode: str, native_path: bool, loss: float, dup: float, seed: int, rounds: int = 2,
-                recovery: int | None = None) -> tuple:
-    s = build(mode, pool={"goat": 1024, "esa": 4, "atp": 2}[mode], priorities=(200, 120, 60, 10), seed=seed)
+                recovery: int | None = None, relay: bool = False) -> tuple:
+    s = build(mode, pool={"goat": 1024, "esa": 4, "atp": 2}[mode], priorities=(200, 120, 60, 10), seed=seed,
+              relay=relay)
     if recovery is not None:
         for wk in s.workers.values():
             wk.recovery = recovery
@@ -95,7 +96,7 @@ def _fabric_run(mode: str, native_path: bool, loss: float, dup: float, seed: int
         elif mode == "goat":
             assert sum(a.python_frames for a in wk_agents.values()) == ps_agent.python_frames == 0
     stats = (dict(s.ps.stats.received), s.ps.stats.results_sent, s.ps.stats.results_resent, s.ps.stats.reminders,
-             s.ps.stats.queries, s.ps.stats.completed,
+             s.ps.stats.queries, s.ps.stats.completed, s.ps.stats.results_relayed,
              {h: wk.stats for h, wk in s.workers.items()}, sorted(s.ps._entries), sorted(s.ps._open))
     ps_results = {k: (None if e.result is None else e.result.tolist(), e.overflow) for k, e in s.ps._entries.items()}
     return log, results, stats, ps_results, lost
@@ -116,6 +117,15 @@ def test_fabric_native_and_python_cores_emit_the_same_frames(mode: str, loss: fl
     if loss:
         assert py[4] > 0 and py[2][0] != {}       # losses happened and reached the PS's recovery
 
+
+@pytest.mark.parametrize("mode", ["goat", "esa"])
+def test_relayed_results_native_and_python_cores_emit_the_same_frames(mode: str) -> None:
+    """Results the PS relays through S3 (RELAY, node 3) reach the workers, exact under loss
+    and duplication; C's workers take them as the PS's, as Python's do."""
+    py = _fabric_run(mode, False, 0.12, 0.1, 3, relay=True)
+    nat = _fabric_run(mode, True, 0.12, 0.1, 3, relay=True)
+    assert py[0] == nat[0] and py[2] == nat[2] and py[3] == nat[3]
+    assert py[2][6] > 0                                   # results_relayed
 
 @pytest.mark.parametrize("mode", ["goat", "atp"])
 @pytest.mark.parametrize("recovery", [0, 1])
