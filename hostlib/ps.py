@@ -135,6 +135,7 @@ class _Entry:
     recoveries: int = 0            # recoveries sent so far
     answered: bool = False         # a reply that only a recovery gets (a result copy or a drain) arrived
     replied: bool = False          # such a reply arrived since the last recovery
+    relay_again: bool = False      # its result was relayed, and no RESEND was answered with a relay since
     result: np.ndarray | None = None
     slot: int = -1                 # in on_frames: its place among the batch's completions
     seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
@@ -407,6 +408,11 @@ class ParameterServer:
         if e.result is not None:
             # the worker lost the result (or the PS's copy of it): serve it again
             self.stats.results_resent += 1
+            if e.relay_again:
+                e.relay_again = False
+                relay = job.relay_node(key[2], key[1])
+                self.stats.results_relayed += 1
+                return [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
             return [self._result_frame(key, e, worker, job)]
         again = worker in e.resend
         e.resend.setdefault(worker, lanes.astype(np.int64))   # copies are identical
@@ -539,6 +545,7 @@ class ParameterServer:
             # the PS's own link limits the rounds, and results were half of what it sent
             out = [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
             self.stats.results_relayed += 1
+            e.relay_again = True
         else:
             payload = self._result_payload(key, e, job)
             out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
