@@ -468,15 +468,19 @@ class ParameterServer:
         e.recoveries += 1
         e.replied = False
         missing = sorted(w for w in job.round_workers(key[1]) if not (e.net_bitmap | e.resend_bitmap) >> w & 1)
-        if e.recoveries == 1 and e.net_bitmap == 0 and 0 < len(e.resend) < len(missing):
+        n_ask = 1 << (e.recoveries - 1)
+        if n_ask < len(missing) and e.net_bitmap == 0 and 0 < len(e.resend) < len(missing):
             # fewer workers report the fragment lost than stay silent, and no switch sent any of
             # it here: most likely a switch multicast the result and only the reporters lost
             # their copies (case 2), so one holder's copy completes it. Query one silent worker
             # (the others would answer with the same copy in vain: on the k=4 fat-tree at 1 %
             # loss that was 4 wasted queries and copies per such fragment over the busiest
-            # links, and GOAT's rounds went 1.36x -> 1.26x the lossless one); the next recovery
-            # queries every silent worker
-            missing = [missing[key[3] % len(missing)]]
+            # links, and GOAT's rounds went 1.36x -> 1.26x the lossless one). Each further
+            # recovery queries twice as many (a query or its answer is lost at random), not all at
+            # once: at 5 % loss a second recovery queried 4.7 workers on average and one copy
+            # completed it (twin, GOAT, 0.88 Mb/s, 5 seeds: 23.7 -> 22.1 s per round)
+            start = key[3] % len(missing)
+            missing = [missing[(start + i) % len(missing)] for i in range(n_ask)]
         return self._reminders(key, job) + [self._query(key, w, job) for w in missing]
 
     def _on_reply(self, e: _Entry, now: float) -> None:
