@@ -69,9 +69,10 @@ class JobConfig:
     nodes to remind for a sub-model (all ``reminder_via`` nodes if absent; reminding a node that
     holds nothing is harmless). ``participants``: round → the worker ids that take part in it
     (GOAT-Async: the K_t workers of Alg. 2); a round not listed has every worker.
-    ``result_via``: sub-model → a node that multicasts to every worker (level ``to_multicast``,
-    with a ``reminder_via`` host): a result of that sub-model the PS completes for a round of
-    every worker leaves once, flagged ``RELAY``, through that node (rule 1), not once per worker.
+    ``result_via``: sub-model → a node of the job that multicasts to every worker (level
+    ``to_multicast``, with a ``reminder_via`` host; any such node, rule 1 needs no aggregator):
+    a result of that sub-model the PS completes for a round of every worker leaves once, flagged
+    ``RELAY``, through that node, not once per worker.
     """
     workers: Mapping[int, tuple[str, str | int]]
     reminder_via: Mapping[int, str] = field(default_factory=dict)
@@ -135,7 +136,9 @@ class _Entry:
     recoveries: int = 0            # recoveries sent so far
     answered: bool = False         # a reply that only a recovery gets (a result copy or a drain) arrived
     replied: bool = False          # such a reply arrived since the last recovery
-    relay_again: bool = False      # its result was relayed, and no RESEND was answered with a relay since
+    # after its result was relayed: -1 until a RESEND of it comes, then that worker (the next
+    # RESEND of another is answered with a relay again); -2 if not relayed or relayed again
+    relay_state: int = -2
     result: np.ndarray | None = None
     slot: int = -1                 # in on_frames: its place among the batch's completions
     seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
@@ -408,11 +411,15 @@ class ParameterServer:
         if e.result is not None:
             # the worker lost the result (or the PS's copy of it): serve it again
             self.stats.results_resent += 1
-            if e.relay_again:
-                e.relay_again = False
+            if e.relay_state >= 0 and worker != e.relay_state:
+                # a second worker lacks a relayed result: the relay itself was probably lost
+                # before the node, and every worker lacks it
+                e.relay_state = -2
                 relay = job.relay_node(key[2], key[1])
                 self.stats.results_relayed += 1
                 return [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
+            if e.relay_state == -1:
+                e.relay_state = worker
             return [self._result_frame(key, e, worker, job)]
         again = worker in e.resend
         e.resend.setdefault(worker, lanes.astype(np.int64))   # copies are identical
@@ -549,7 +556,7 @@ class ParameterServer:
             # the PS's own link limits the rounds, and results were half of what it sent
             out = [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
             self.stats.results_relayed += 1
-            e.relay_again = True
+            e.relay_state = -1
         else:
             payload = self._result_payload(key, e, job)
             out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]

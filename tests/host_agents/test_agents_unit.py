@@ -587,9 +587,9 @@ def test_ps_recovers_a_fragment_at_once_when_a_later_copy_of_a_missing_worker_ar
 def test_ps_relays_a_result_once_through_the_multicasting_node() -> None:
     """`result_via`: a fragment the PS completes for a round of every worker leaves as one
     RELAY frame to the sub-model's node (addressed to its reminder host, count = fan-in = 4,
-    worker 255, node id set, RESULT clear), also from on_frames' batched path; the first RESEND
-    of it is answered with a relay again, later ones, a round of part of the workers and a
-    sub-model without such a node with unicast RESULTs."""
+    worker 255, node id set, RESULT clear), also from on_frames' batched path; a RESEND of a
+    second worker is answered with a relay again, other RESENDs, a round of part of the workers
+    and a sub-model without such a node with unicast RESULTs."""
     job = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, participants={1: [0, 1]}, result_via={0: 2})
     ps = ParameterServer(PS_IP, {5: job}, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
     out = ps.on_frames([_contrib(0b0011, Flags.PREEMPTED), _contrib(0b1100, Flags.PREEMPTED)], 0.0)
@@ -599,13 +599,14 @@ def test_ps_relays_a_result_once_through_the_multicasting_node() -> None:
     assert (p.header.worker_id, p.header.count, p.header.fan_in, p.header.bitmap) == (255, 4, 4, 0b1111)
     assert np.array_equal(p.lanes.astype(np.int64), TOTAL)
     assert ps.stats.results_sent == ps.stats.results_relayed == 1
-    # the first RESEND after it may mean the relay was lost before the node: relayed again;
-    # later ones are unicast
-    again = [parse_frame(f, K) for f in ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.01)]
-    assert [(q.dst_ip, q.header.flags, q.header.node_id) for q in again] == [(VIA[2], Flags.RELAY, 2)]
-    again = [parse_frame(f, K) for f in ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.011)]
-    assert [(q.dst_ip, q.header.flags, q.header.node_id) for q in again] == [(WIP[1], Flags.RESULT, 0)]
-    assert ps.stats.results_relayed == 2 and ps.stats.results_resent == 2
+    # a RESEND of it is answered to its worker; one of a second worker means the relay was
+    # probably lost before the node: relayed again; later ones are unicast
+    unicast = lambda w: [(WIP[w], Flags.RESULT, 0)]                  # noqa: E731
+    for w, t, expect in [(2, 0.01, unicast(2)), (2, 0.011, unicast(2)), (1, 0.012, [(VIA[2], Flags.RELAY, 2)]),
+                         (3, 0.013, unicast(3))]:
+        again = [parse_frame(f, K) for f in ps.on_frame(_contrib(1 << w, Flags.RESEND), t)]
+        assert [(q.dst_ip, q.header.flags, q.header.node_id) for q in again] == expect
+    assert ps.stats.results_relayed == 2 and ps.stats.results_resent == 4
     h = InaHeader(5, 2, 0, 0, 255, 2, 2, 0, 0b0011, Flags.PREEMPTED, 1)      # round 1: workers 0, 1
     out = [parse_frame(f, K) for f in ps.on_frame(build_frame(h, (V[0] + V[1]).astype(np.int32),
                                                               src_ip="10.0.0.9", dst_ip=PS_IP), 0.02)]
