@@ -305,8 +305,8 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
         tr.close()
     st = ps.stats
     return {"role": "ps", "host": cfg["host"], "received": dict(st.received), "results_sent": st.results_sent,
-            "results_resent": st.results_resent, "reminders": st.reminders, "queries": st.queries,
-            "completed": st.completed, "incomplete": len(ps.incomplete()), **tr.counts,
+            "results_resent": st.results_resent, "results_relayed": st.results_relayed, "reminders": st.reminders,
+            "queries": st.queries, "completed": st.completed, "incomplete": len(ps.incomplete()), **tr.counts,
             "send_dropped": tr.send_dropped,
             "timers": _timers(timeout=ps.timeout, answer_rtt=ps.answer_rtt, resend_spread=ps.resend_spread)}
 

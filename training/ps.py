@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps = serve_ps(job, lambda: stop["now"], timeout=args.timeout, on_ready=ready)
     st = ps.stats
     report = {"received": dict(st.received), "results_sent": st.results_sent, "results_resent": st.results_resent,
-              "reminders": st.reminders, "queries": st.queries, "completed": st.completed,
+              "results_relayed": st.results_relayed, "reminders": st.reminders, "queries": st.queries, "completed": st.completed,
               "incomplete": len(ps.incomplete())}
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
