@@ -35,8 +35,8 @@ lacks (a REMINDER with node 0 sent to the worker) are answered with the worker's
 result if it holds one — the PS adopts it and passes it on (case 2: a result multicast that some
 workers lost after the switch freed its aggregator) — else with the worker's contribution. A
 RESEND for an already complete fragment is answered with the RESULT. Completing through resend
-copies may leave a partial in a switch; one clean-up REMINDER drains it (the drain is then
-ignored).
+copies may leave a partial in a switch; one clean-up REMINDER drains it unless a recovery
+reminded the nodes already (the drain is then ignored).
 
 Rounds. Entries are keyed (job, round, sub-model, fragment). A job's workers are at most one
 round apart (a worker starts round r+1 only once it holds every result of round r), so the PS
@@ -561,8 +561,9 @@ class ParameterServer:
             payload = self._result_payload(key, e, job)
             out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
         self.stats.results_sent += len(out)
-        if stand_ins:
+        if stand_ins and not e.recoveries:
             # the stand-ins' first copies may still sit in a switch partial: free that aggregator
+            # (a recovery reminded the nodes already)
             out += self._reminders(key, job)
         return out
 
