@@ -39,7 +39,7 @@ What gets installed for a job with a single PS:
   pin the reminder along a shortest path PS → node. The ingress port keeps the pin from
   catching the reminder again on its way on from the node. A ``to_multicast`` node also gets
   the same pins for ``RELAY``; the one whose relays cross the fewest links multicasts the
-  PS's results of every sub-model (``JobConfig.result_via``).
+  PS's results (``JobConfig.result_via``).
 """
 from __future__ import annotations
 
@@ -411,11 +411,9 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     # fabric's busiest links, and at 1 % loss, where those links and not the PS's set the pace,
     # relaying through GOAT's node of each sub-model made the twin's rounds 3 % slower
     relays = [n for n in levels if levels[n][0] == "to_multicast"]
-    relay = {}
-    if relays:
-        best = min(relays, key=lambda n: (_relay_links(topo, hops, ps, n, job.workers), sid[n]))
-        relay = {i: sid[best] for i in range(len(subs))}
-    cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes, result_via=relay)
+    relay = min(relays, key=lambda n: (_relay_links(topo, hops, ps, n, job.workers), sid[n])) if relays else None
+    cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes,
+                    result_via=0 if relay is None else sid[relay])
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
                       {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})

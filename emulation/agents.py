@@ -293,7 +293,7 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
                                    {int(n): ip for n, ip in j.get("reminder_via", {}).items()},
                                    None if sub_nodes is None else {int(s): list(v) for s, v in sub_nodes.items()},
                                    None if joined is None else {int(r): list(v) for r, v in joined.items()},
-                                   {int(g): int(n) for g, n in j.get("result_via", {}).items()})
+                                   int(j.get("result_via", 0)))
     ps = ParameterServer(cfg["ip"], jobs, mac=cfg["mac"], lanes=lanes, timeout=_rto(cfg))
     stop = {"flag": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))

@@ -4,7 +4,7 @@ It receives everything the switches did not finish — plain fragments (node 0 p
 fallbacks, PREEMPTED partials, partials and complete aggregates a level sends to the PS,
 REMINDER drains and workers' RESEND retransmissions — and completes each (job, sub-model,
 fragment) exactly, then unicasts the RESULT to every worker of the job (or, where a node of the
-job multicasts to all of them, sends it once through that node: ``JobConfig.result_via``).
+job multicasts to all of them, once through that node: ``JobConfig.result_via``).
 
 Exactness (docs/protocol.md, "Host behaviour"). Every contribution reaches the PS by one of two
 channels:
@@ -69,16 +69,16 @@ class JobConfig:
     nodes to remind for a sub-model (all ``reminder_via`` nodes if absent; reminding a node that
     holds nothing is harmless). ``participants``: round → the worker ids that take part in it
     (GOAT-Async: the K_t workers of Alg. 2); a round not listed has every worker.
-    ``result_via``: sub-model → a node of the job that multicasts to every worker (level
-    ``to_multicast``, with a ``reminder_via`` host; any such node, rule 1 needs no aggregator):
-    a result of that sub-model the PS completes for a round of every worker leaves once, flagged
+    ``result_via``: a node of the job that multicasts to every worker (level ``to_multicast``,
+    with a ``reminder_via`` host; rule 1 needs no aggregator, so it serves every sub-model), 0
+    if none: a result the PS completes for a round of every worker leaves once, flagged
     ``RELAY``, through that node, not once per worker.
     """
     workers: Mapping[int, tuple[str, str | int]]
     reminder_via: Mapping[int, str] = field(default_factory=dict)
     submodel_nodes: Mapping[int, Sequence[int]] | None = None
     participants: Mapping[int, Sequence[int]] | None = None
-    result_via: Mapping[int, int] | None = None
+    result_via: int = 0
 
     @property
     def mask(self) -> int:
@@ -108,11 +108,10 @@ class JobConfig:
             nodes = list(self.reminder_via)
         return [n for n in nodes if n != 0 and n in self.reminder_via]
 
-    def relay_node(self, submodel_id: int, round: int) -> int:
-        """The node that multicasts the PS's results of ``submodel_id`` in ``round`` to every
-        worker (0: the PS sends one to each): its group holds every worker, so only for rounds
-        that have them all."""
-        node = self.result_via.get(submodel_id, 0) if self.result_via else 0
+    def relay_node(self, round: int) -> int:
+        """The node that multicasts the PS's results of ``round`` to every worker (0: the PS
+        sends one to each): its group holds every worker, so only for rounds that have them all."""
+        node = self.result_via
         if node not in self.reminder_via or self.round_mask(round) != self.mask:
             return 0
         return node
@@ -415,7 +414,7 @@ class ParameterServer:
                 # a second worker lacks a relayed result: the relay itself was probably lost
                 # before the node, and every worker lacks it
                 e.relay_state = -2
-                relay = job.relay_node(key[2], key[1])
+                relay = job.relay_node(key[1])
                 self.stats.results_relayed += 1
                 return [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
             if e.relay_state == -1:
@@ -524,7 +523,7 @@ class ParameterServer:
         if (e.net_bitmap | e.resend_bitmap if e.resend else e.net_bitmap) != mask:
             return []
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
-        relay = job.relay_node(key[2], key[1])
+        relay = job.relay_node(key[1])
         if self._completions is not None and not stand_ins and e.net_sum is not None and not relay:
             # inside on_frames: the sum is final; compute it with the batch's others
             e.result, e.slot = _DEFERRED, len(self._completions)

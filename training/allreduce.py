@@ -103,7 +103,7 @@ class InaJob:
     lanes: int = DEFAULT_LANES
     ps_mac: str | int = 0
     rto: dict[str, float] = field(default_factory=lambda: {"initial": 0.3, "minimum": 0.05, "maximum": 2.0})
-    result_via: dict[int, int] = field(default_factory=dict)
+    result_via: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.workers) <= MAX_WORKERS:
@@ -122,7 +122,7 @@ class InaJob:
     def job_config(self) -> JobConfig:
         return JobConfig({w: (ip, mac) for w, (ip, mac) in enumerate(self.workers)}, dict(self.reminder_via),
                          None if self.submodel_nodes is None else {s: list(v) for s, v in self.submodel_nodes.items()},
-                         result_via=dict(self.result_via))
+                         result_via=self.result_via)
 
     def split(self, length: int) -> list[int]:
         """Sub-model sizes for a vector of ``length`` values, proportional to the plan's
@@ -142,7 +142,6 @@ class InaJob:
         d["workers"] = [list(w) for w in self.workers]
         d["reminder_via"] = {str(k): v for k, v in self.reminder_via.items()}
         d["submodel_nodes"] = None if self.submodel_nodes is None else {str(k): v for k, v in self.submodel_nodes.items()}
-        d["result_via"] = {str(k): v for k, v in self.result_via.items()}
         return d
 
     @classmethod
@@ -154,7 +153,7 @@ class InaJob:
                    {int(k): list(v) for k, v in d["submodel_nodes"].items()},
                    int(d.get("lanes", DEFAULT_LANES)), d.get("ps_mac", 0), dict(d.get("rto", {})) or
                    {"initial": 0.3, "minimum": 0.05, "maximum": 2.0},
-                   {int(k): int(v) for k, v in d.get("result_via", {}).items()})
+                   int(d.get("result_via", 0)))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")

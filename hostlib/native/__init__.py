@@ -147,14 +147,15 @@ class WorkerState(ctypes.Structure):
 
 class JobState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("id", "nworkers", "python_only", "has_newest", "newest")]
-                + [("mask", ctypes.c_uint32), ("wid", ctypes.c_int32 * 32), ("prefix", (ctypes.c_uint8 * 42) * 32)])
+                + [("mask", ctypes.c_uint32), ("wid", ctypes.c_int32 * 32), ("prefix", (ctypes.c_uint8 * 42) * 32)]
+                + [("relay_node", _i64), ("relay_prefix", ctypes.c_uint8 * 42)])
 
 
 class PsState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("lanes", "frame_len", "njobs", "ntables", "tables_cap", "seq")]
                 + [("jobs", _ptr), ("tables", _ptr), ("open", ctypes.c_uint64 * 8), ("rto", Rto),
                    ("counts", _i64 * len(KINDS))]
-                + [(n, _i64) for n in ("completed", "results_sent", "out_n", "out_cap")]
+                + [(n, _i64) for n in ("completed", "results_sent", "results_relayed", "out_n", "out_cap")]
                 + [("out", ctypes.POINTER(ctypes.c_void_p)), ("scratch", _ptr)])
 
 
@@ -531,7 +532,7 @@ class NativePs:
             j.id = jid
             workers = list(cfg.workers)
             # rounds of part of the workers, and results relayed through a node: Python's
-            j.python_only = int(cfg.participants is not None or bool(cfg.result_via) or len(workers) > 32)
+            j.python_only = int(cfg.participants is not None or len(workers) > 32)
             j.nworkers, j.mask = len(workers), cfg.mask
             payload = HEADER_LEN + 4 * ps.lanes
             for k, w in enumerate(workers[:32]):
@@ -539,6 +540,11 @@ class NativePs:
                 j.wid[k] = w
                 pre = frame_prefix(ps.ip, ip, ps.mac, ps.gateway_mac or mac, INA_UDP_PORT, 64, payload)
                 ctypes.memmove(ctypes.addressof(j.prefix[k]), pre, ETH_IP_UDP_LEN)
+            if cfg.result_via in cfg.reminder_via:    # C completes rounds of every worker only
+                j.relay_node = cfg.result_via
+                pre = frame_prefix(ps.ip, cfg.reminder_via[cfg.result_via], ps.mac, ps.gateway_mac, INA_UDP_PORT, 64,
+                                   payload)
+                ctypes.memmove(ctypes.addressof(j.relay_prefix), pre, ETH_IP_UDP_LEN)
             self._jobs[jid] = j
         self._sync_newest()
         # every entry the ParameterServer has is its own; number them in its creation order
@@ -585,7 +591,8 @@ class NativePs:
                 st.counts[i] = 0
         stats.completed += st.completed
         stats.results_sent += st.results_sent
-        st.completed = st.results_sent = 0
+        stats.results_relayed += st.results_relayed
+        st.completed = st.results_sent = st.results_relayed = 0
         _rto_from_c(st.rto, self.ps.timeout)
 
     def _entry(self, key: tuple[int, int, int, int], state: int, meta: np.ndarray, times: np.ndarray,
@@ -595,6 +602,7 @@ class NativePs:
                    net_bitmap=int(meta[1]), overflow=bool(meta[2]), seq=int(meta[0]))
         if state == 2:              # complete: the saturated sum, as _maybe_complete keeps it
             e.result = np.clip(acc, -(1 << 31), (1 << 31) - 1).astype(np.int32)
+            e.relay_state = -1 if self._jobs[key[0]].relay_node else -2
         self.ps._entries[key] = e
         if state == 1:
             self.ps._open[key] = e
@@ -633,6 +641,7 @@ class NativePs:
             entries[key] = e
             if k[4] == 2:
                 e.result = r
+                e.relay_state = -1 if self._jobs[key[0]].relay_node else -2
             else:
                 open_[key] = e
         self._reorder_open()

@@ -366,6 +366,8 @@ typedef struct {
     uint32_t mask;
     int32_t wid[32];
     uint8_t prefix[32][PREFIX];     /* PS -> worker addressing, as hostlib builds it */
+    int64_t relay_node;             /* JobConfig.result_via (0: none): results go once, through it */
+    uint8_t relay_prefix[PREFIX];   /* PS -> that node's reminder host */
 } Job;
 
 typedef struct {
@@ -375,7 +377,7 @@ typedef struct {
     Entry open;                     /* sentinel */
     Rto rto;
     int64_t counts[NKINDS];
-    int64_t completed, results_sent;
+    int64_t completed, results_sent, results_relayed;
     int64_t out_n, out_cap;
     const uint8_t **out;
     uint8_t *scratch;
@@ -626,14 +628,21 @@ static void ps_complete(Ps *ps, Job *j, Table *t, Entry *e, double now) {
     }
     e->overflow = over;
     p[0] = 2 << 4;
-    p[1] = F_RESULT | (over ? F_OVERFLOW : 0);
+    p[1] = (j->relay_node ? F_RELAY : F_RESULT) | (over ? F_OVERFLOW : 0);
     put16(p + 2, (uint16_t)j->id);
-    put16(p + 4, 0);
+    put16(p + 4, (uint16_t)j->relay_node);
     put16(p + 6, (uint16_t)(e->key >> 32));
     put32(p + 8, (uint32_t)e->key);
     p[12] = 255; p[13] = (uint8_t)j->nworkers; p[14] = (uint8_t)j->nworkers; p[15] = 0;
     put32(p + 16, j->mask);
     put32(p + 20, (uint32_t)t->round);
+    if (j->relay_node) {            /* one frame, the node multicasts it (rule 1) */
+        memcpy(fr, j->relay_prefix, PREFIX);
+        ps->out[ps->out_n++] = fr;
+        ps->results_sent++;
+        ps->results_relayed++;
+        return;
+    }
     for (int64_t w = 0; w < j->nworkers; w++) {
         uint8_t *f = ps->scratch + ps->out_n * ps->frame_len;
         if (w) memcpy(f + PREFIX, p, HDR + 4 * ps->lanes);

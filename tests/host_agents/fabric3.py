@@ -85,8 +85,8 @@ class Setup:
 def build(mode: str, pool: int = 1024, window: int = 4, priorities: tuple[int, ...] = (0, 0, 0, 0),
           seed: int = 3, jobs: dict[int, tuple[int, ...]] | None = None, relay: bool = False) -> Setup:
     """``jobs``: job id (7, 8) → its sub-models' priorities (default: job 7 with ``priorities``).
-    ``relay``: the PS sends the results of the sub-models S3 multicasts through S3 (``result_via``;
-    goat: sub-model 2, esa: all; on the PS's route to W0, the reminder host of node 3)."""
+    ``relay``: the PS sends its results through S3, which multicasts to every worker in goat and
+    esa (``result_via``; S3 is on the PS's route to W0, the reminder host of node 3)."""
     jobs = jobs or {JOB: priorities}
     fab = Fabric()
     t: dict[str, InaTables] = {}
@@ -134,9 +134,8 @@ def build(mode: str, pool: int = 1024, window: int = 4, priorities: tuple[int, .
             labels = {w: [FragmentLabel(NODE[TOR[w]], 2, p) for p in prio] for w in range(4)}
             submodel_nodes = None
         via = {1: wip(0, job), 2: wip(2, job), 3: wip(0, job)}
-        relayed = {"goat": [2], "esa": [0, 1, 2, 3]}.get(mode, []) if relay else []
         cfg[job] = JobConfig({w: (wip(w, job), wmac(w, job)) for w in range(4)}, via, submodel_nodes,
-                             result_via={s: 3 for s in relayed})
+                             result_via=3 if relay and mode != "atp" else 0)
         for w in range(4):
             host = f"{PREFIX[job]}{w}"
             grads[host] = rng.normal(0.0, 4.0, sum(SIZES))

@@ -590,7 +590,7 @@ def test_ps_relays_a_result_once_through_the_multicasting_node() -> None:
     worker 255, node id set, RESULT clear), also from on_frames' batched path; a RESEND of a
     second worker is answered with a relay again, other RESENDs, a round of part of the workers
     and a sub-model without such a node with unicast RESULTs."""
-    job = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, participants={1: [0, 1]}, result_via={0: 2})
+    job = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, participants={1: [0, 1]}, result_via=2)
     ps = ParameterServer(PS_IP, {5: job}, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
     out = ps.on_frames([_contrib(0b0011, Flags.PREEMPTED), _contrib(0b1100, Flags.PREEMPTED)], 0.0)
     assert len(out) == 1
@@ -611,7 +611,7 @@ def test_ps_relays_a_result_once_through_the_multicasting_node() -> None:
     out = [parse_frame(f, K) for f in ps.on_frame(build_frame(h, (V[0] + V[1]).astype(np.int32),
                                                               src_ip="10.0.0.9", dst_ip=PS_IP), 0.02)]
     assert sorted(q.dst_ip for q in out) == [WIP[0], WIP[1]] and all(q.header.flags == Flags.RESULT for q in out)
-    assert job.relay_node(1, 0) == 0 and job.relay_node(0, 0) == 2 and job.relay_node(0, 1) == 0
+    assert job.relay_node(0) == 2 and job.relay_node(1) == 0
 
 
 def test_worker_takes_a_relayed_result_as_the_ps_s() -> None:
