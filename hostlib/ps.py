@@ -414,9 +414,7 @@ class ParameterServer:
                 # a second worker lacks a relayed result: the relay itself was probably lost
                 # before the node, and every worker lacks it
                 e.relay_state = -2
-                relay = job.relay_node(key[1])
-                self.stats.results_relayed += 1
-                return [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
+                return [self._relay(key, e, job, job.relay_node(key[1]))]
             if e.relay_state == -1:
                 e.relay_state = worker
             return [self._result_frame(key, e, worker, job)]
@@ -524,6 +522,7 @@ class ParameterServer:
             return []
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
         relay = job.relay_node(key[1])
+        # (a relay is one frame: nothing to batch)
         if self._completions is not None and not stand_ins and e.net_sum is not None and not relay:
             # inside on_frames: the sum is final; compute it with the batch's others
             e.result, e.slot = _DEFERRED, len(self._completions)
@@ -553,8 +552,7 @@ class ParameterServer:
         if relay:
             # one frame for the PS's link, replicated by the node: at 5 % loss in the emulation
             # the PS's own link limits the rounds, and results were half of what it sent
-            out = [self._relay_frame(self._result_payload(key, e, job, relay), job, relay)]
-            self.stats.results_relayed += 1
+            out = [self._relay(key, e, job, relay)]
             e.relay_state = -1
         else:
             payload = self._result_payload(key, e, job)
@@ -590,8 +588,11 @@ class ParameterServer:
         ip, mac = job.workers[worker]
         return frame_prefix(self.ip, ip, self.mac, self.gateway_mac or mac, INA_UDP_PORT, 64, len(payload)) + payload
 
-    def _relay_frame(self, payload: bytes, job: JobConfig, node: int) -> bytes:
-        """``payload`` to ``node``: addressed as its reminders are, whose path passes it."""
+    def _relay(self, key: Key, e: _Entry, job: JobConfig, node: int) -> bytes:
+        """``e``'s result as the one frame ``node`` multicasts to every worker, addressed as
+        its reminders are (their path passes it)."""
+        self.stats.results_relayed += 1
+        payload = self._result_payload(key, e, job, node)
         return frame_prefix(self.ip, job.reminder_via[node], self.mac, self.gateway_mac, INA_UDP_PORT, 64,
                             len(payload)) + payload
 
