@@ -531,7 +531,7 @@ class NativePs:
             j = JobState.from_address(lib.ina_ps_job(self.handle, i))
             j.id = jid
             workers = list(cfg.workers)
-            # rounds of part of the workers: Python's
+            # GOAT-Async rounds of part of the workers, and jobs of more than 32: Python's
             j.python_only = int(cfg.participants is not None or len(workers) > 32)
             j.nworkers, j.mask = len(workers), cfg.mask
             payload = HEADER_LEN + 4 * ps.lanes
