@@ -39,12 +39,14 @@ What gets installed for a job with a single PS:
   pin the reminder along a shortest path PS → node. The ingress port keeps the pin from
   catching the reminder again on its way on from the node. A ``to_multicast`` node also gets
   the same pins for ``RELAY``; the one whose relays cross the fewest links multicasts the
-  PS's results (``JobConfig.result_via``).
+  PS's results (``JobConfig.result_via``). ``JobConfig.node_workers`` tells the PS whose
+  contributions each node can hold (a worker's first node and the levels after it), so it
+  reminds only nodes that can hold one it lacks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from hostlib.protocol import Flags
 from hostlib.ps import JobConfig
@@ -147,6 +149,20 @@ def submodel_elements(job: Job, total_elements: int) -> list[int]:
     out = [max(1, int(round(total_elements * s / total))) for s in sizes]
     out[-1] = max(1, total_elements - sum(out[:-1]))
     return out
+
+
+def _node_workers(y: Mapping[str, Sequence[str | None]], levels: Mapping[str, tuple]) -> dict[str, set[str]]:
+    """Node → the workers whose contributions can reach it: at a worker's first node for a
+    sub-model and every level that node's aggregates (and collided fragments) go on to."""
+    reach: dict[str, set[str]] = {}
+    for w, nodes in y.items():
+        for n in nodes:
+            seen: set[str] = set()
+            while n is not None and n in levels and n not in seen:
+                seen.add(n)
+                reach.setdefault(n, set()).add(w)
+                n = levels[n][1] if levels[n][0] == "to_node" else None
+    return reach
 
 
 def _placement_levels(topo: Topology, job: Job, plan: Plan, subs: list[str]) -> tuple[
@@ -413,7 +429,8 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     relays = [n for n in levels if levels[n][0] == "to_multicast"]
     relay = min(relays, key=lambda n: (_relay_links(topo, hops, ps, n, job.workers), sid[n])) if relays else None
     cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes,
-                    result_via=0 if relay is None else sid[relay])
+                    result_via=0 if relay is None else sid[relay],
+                    node_workers={sid[n]: sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
                       {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})

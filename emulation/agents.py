@@ -289,11 +289,13 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
     for jid, j in cfg["jobs"].items():
         sub_nodes = j.get("submodel_nodes")
         joined = j.get("participants")
+        reach = j.get("node_workers")
         jobs[int(jid)] = JobConfig({int(w): (ip, mac) for w, (ip, mac) in j["workers"].items()},
                                    {int(n): ip for n, ip in j.get("reminder_via", {}).items()},
                                    None if sub_nodes is None else {int(s): list(v) for s, v in sub_nodes.items()},
                                    None if joined is None else {int(r): list(v) for r, v in joined.items()},
-                                   int(j.get("result_via", 0)))
+                                   int(j.get("result_via", 0)),
+                                   None if reach is None else {int(n): list(ws) for n, ws in reach.items()})
     ps = ParameterServer(cfg["ip"], jobs, mac=cfg["mac"], lanes=lanes, timeout=_rto(cfg))
     stop = {"flag": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))

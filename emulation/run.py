@@ -149,7 +149,9 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
             "reminder_via": {str(n): ip for n, ip in cfg.reminder_via.items()},
             "submodel_nodes": None if cfg.submodel_nodes is None else
             {str(g): list(nodes) for g, nodes in cfg.submodel_nodes.items()},
-            "result_via": cfg.result_via}
+            "result_via": cfg.result_via,
+            "node_workers": None if cfg.node_workers is None else
+            {str(n): list(ws) for n, ws in cfg.node_workers.items()}}
         joined = (participants or {}).get(dep.job_id)
         if joined is not None:
             ps["jobs"][str(dep.job_id)]["participants"] = {str(r): ids for r, ids in enumerate(joined)}

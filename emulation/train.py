@@ -58,7 +58,9 @@ def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
     nodes = None if cfg.submodel_nodes is None else {g: list(n) for g, n in cfg.submodel_nodes.items()}
     return InaJob(dep.job_id, a[dep.ps].ip, [(a[w].ip, a[w].mac) for w in dep.workers],
                   [list(dep.labels[w]) for w in dep.workers], list(dep.submodel_sizes), dict(cfg.reminder_via),
-                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or RTO), result_via=cfg.result_via)
+                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or RTO), result_via=cfg.result_via,
+                  node_workers=None if cfg.node_workers is None else
+                  {n: list(ws) for n, ws in cfg.node_workers.items()})
 
 
 def job_name(dep: Deployment) -> str:

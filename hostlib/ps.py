@@ -72,13 +72,17 @@ class JobConfig:
     ``result_via``: a node of the job that multicasts to every worker (level ``to_multicast``,
     with a ``reminder_via`` host; rule 1 needs no aggregator, so it serves every sub-model), 0
     if none: a result the PS completes for a round of every worker leaves once, flagged
-    ``RELAY``, through that node, not once per worker.
+    ``RELAY``, through that node, not once per worker. ``node_workers``: aggregation node id →
+    the workers whose contributions can reach it (their first copies, or what a level below
+    sends on); a reminder goes only to nodes that can hold a contribution the PS lacks (None:
+    to every node of the sub-model).
     """
     workers: Mapping[int, tuple[str, str | int]]
     reminder_via: Mapping[int, str] = field(default_factory=dict)
     submodel_nodes: Mapping[int, Sequence[int]] | None = None
     participants: Mapping[int, Sequence[int]] | None = None
     result_via: int = 0
+    node_workers: Mapping[int, Sequence[int]] | None = None
 
     @property
     def mask(self) -> int:
@@ -107,6 +111,15 @@ class JobConfig:
         else:
             nodes = list(self.reminder_via)
         return [n for n in nodes if n != 0 and n in self.reminder_via]
+
+    def nodes_to_remind(self, submodel_id: int, lacking: int) -> list[int]:
+        """The nodes of ``submodel_id`` that may hold a partial with a contribution of the
+        workers in the bitmap ``lacking``: any other node's partial, if it has one, adds
+        nothing the PS lacks."""
+        nodes = self.nodes_for(submodel_id)
+        if self.node_workers is None:
+            return nodes
+        return [n for n in nodes if any(lacking >> w & 1 for w in self.node_workers.get(n, ()))]
 
     def relay_node(self, round: int) -> int:
         """The node that multicasts the PS's results of ``round`` to every worker (0: the PS
@@ -485,7 +498,8 @@ class ParameterServer:
             # completed it (twin, GOAT, 0.88 Mb/s, 5 seeds: 23.7 -> 22.1 s per round)
             start = key[3] % len(missing)
             missing = [missing[(start + i) % len(missing)] for i in range(n_ask)]
-        return self._reminders(key, job) + [self._query(key, w, job) for w in missing]
+        lacking = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
+        return self._reminders(key, job, lacking) + [self._query(key, w, job) for w in missing]
 
     def _on_reply(self, e: _Entry, now: float) -> None:
         """The first reply since ``e``'s last recovery that only a recovery gets: a sample of
@@ -560,8 +574,8 @@ class ParameterServer:
         self.stats.results_sent += len(out)
         if stand_ins and not e.recoveries:
             # the stand-ins' first copies may still sit in a switch partial: free that aggregator
-            # (a recovery reminded the nodes already)
-            out += self._reminders(key, job)
+            # (a recovery reminded the nodes already); only the nodes their copies go through
+            out += self._reminders(key, job, sum(1 << w for w in stand_ins))
         return out
 
     def _header(self, key: Key, e: _Entry, job: JobConfig, relay: int = 0) -> bytes:
@@ -596,10 +610,12 @@ class ParameterServer:
         return frame_prefix(self.ip, job.reminder_via[node], self.mac, self.gateway_mac, INA_UDP_PORT, 64,
                             len(payload)) + payload
 
-    def _reminders(self, key: Key, job: JobConfig) -> list[bytes]:
+    def _reminders(self, key: Key, job: JobConfig, lacking: int) -> list[bytes]:
+        """A reminder to each node of the key's sub-model that may hold a contribution of the
+        workers in ``lacking``."""
         out = []
         zeros = np.zeros(self.lanes, dtype=np.int32)
-        for node in job.nodes_for(key[2]):
+        for node in job.nodes_to_remind(key[2], lacking):
             # ESA: everything but the key (and round) is zero; the owning switch fills in its partial
             h = InaHeader(key[0], node, key[2], key[3], WORKER_AGGREGATE, 0, 0, 0, 0, Flags.REMINDER, key[1])
             out.append(build_frame(h, zeros, src_ip=self.ip, dst_ip=job.reminder_via[node], src_mac=self.mac,

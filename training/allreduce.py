@@ -90,7 +90,7 @@ class InaJob:
 
     ``workers[w]``: worker w's (IP, MAC); ``labels[w]``: its plan label per sub-model
     (node id, fan-in, priority; node 0: the PS aggregates); ``submodel_sizes``: the gradient
-    split the plan was made for; ``reminder_via``/``submodel_nodes``/``result_via``: as in
+    split the plan was made for; ``reminder_via``/``submodel_nodes``/``result_via``/``node_workers``: as in
     :class:`hostlib.ps.JobConfig`; ``rto``: RtoEstimator arguments for both sides.
     """
     job_id: int
@@ -104,6 +104,7 @@ class InaJob:
     ps_mac: str | int = 0
     rto: dict[str, float] = field(default_factory=lambda: {"initial": 0.3, "minimum": 0.05, "maximum": 2.0})
     result_via: int = 0
+    node_workers: dict[int, list[int]] | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.workers) <= MAX_WORKERS:
@@ -122,7 +123,9 @@ class InaJob:
     def job_config(self) -> JobConfig:
         return JobConfig({w: (ip, mac) for w, (ip, mac) in enumerate(self.workers)}, dict(self.reminder_via),
                          None if self.submodel_nodes is None else {s: list(v) for s, v in self.submodel_nodes.items()},
-                         result_via=self.result_via)
+                         result_via=self.result_via,
+                         node_workers=None if self.node_workers is None else
+                         {n: list(ws) for n, ws in self.node_workers.items()})
 
     def split(self, length: int) -> list[int]:
         """Sub-model sizes for a vector of ``length`` values, proportional to the plan's
@@ -142,6 +145,7 @@ class InaJob:
         d["workers"] = [list(w) for w in self.workers]
         d["reminder_via"] = {str(k): v for k, v in self.reminder_via.items()}
         d["submodel_nodes"] = None if self.submodel_nodes is None else {str(k): v for k, v in self.submodel_nodes.items()}
+        d["node_workers"] = None if self.node_workers is None else {str(k): v for k, v in self.node_workers.items()}
         return d
 
     @classmethod
@@ -153,7 +157,9 @@ class InaJob:
                    {int(k): list(v) for k, v in d["submodel_nodes"].items()},
                    int(d.get("lanes", DEFAULT_LANES)), d.get("ps_mac", 0), dict(d.get("rto", {})) or
                    {"initial": 0.3, "minimum": 0.05, "maximum": 2.0},
-                   int(d.get("result_via", 0)))
+                   int(d.get("result_via", 0)),
+                   None if d.get("node_workers") is None else
+                   {int(k): list(v) for k, v in d["node_workers"].items()})
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")

@@ -147,6 +147,29 @@ def test_results_are_relayed_through_a_multicasting_node_of_their_submodel(schem
             assert sorted(s[:4] for s, lv in dep.levels.items()) == ["core", "edge", "edge"] and sw.startswith("core")
 
 
+@pytest.mark.parametrize("scheme,fraction", [("goat", 0.2), ("atp", 0.2), ("atp", 1.0), ("esa", 0.5), ("aro", 0.5)])
+def test_node_workers_are_the_workers_whose_contributions_reach_each_node(scheme: str, fraction: float) -> None:
+    """`node_workers` (whom the PS reminds a node for): a worker's label node for each
+    sub-model and every level that node sends its aggregates on to, nothing else."""
+    topo, job = _setup(fraction)
+    dep = deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=4000)
+    nxt = {}
+    for ops in dep.ops.values():
+        for o in ops:
+            if o.method == "level_to_node":
+                nxt[o.args[1]] = dict(o.kwargs)["next_node"]
+    want: dict[int, set[int]] = {}
+    for i, w in enumerate(dep.workers):
+        for lab in dep.labels[w]:
+            n = lab.node_id
+            while n:
+                want.setdefault(n, set()).add(i)
+                n = nxt.get(n, 0)
+    assert {n: set(ws) for n, ws in dep.job_config.node_workers.items()} == want
+    if scheme == "atp" and fraction == 1.0:
+        assert nxt and all(want[n] == set(range(len(job.workers))) for n in nxt.values())
+
+
 # A routing plan's partial leaving a level must reach the next level's node: the pins along the
 # way are the worker's own path's next hops. ARO's plan (sets inside) depends on the hash seed,
 # and with one of them two jobs' paths split at a switch before core2 and the pin took another

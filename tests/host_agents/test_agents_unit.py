@@ -409,6 +409,31 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
     assert ps.next_deadline() is None
 
 
+def test_ps_reminds_only_nodes_that_can_hold_what_it_lacks() -> None:
+    """`node_workers`: node 1 aggregates w0 and w1, node 2 w2 and w3 (ATP's ToRs). A recovery
+    lacking only w3 reminds node 2 alone; one lacking w0 and w3 both; the clean-up after resend
+    copies of w2 and w3 completed a fragment reminds node 2 alone."""
+    cfg = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, node_workers={1: [0, 1], 2: [2, 3]})
+    ps = ParameterServer(PS_IP, {5: cfg}, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+
+    def reminded(frames: list[bytes]) -> list[int]:
+        return sorted(h.node_id for h in (parse_frame(f, K).header for f in frames)
+                      if h.flags & Flags.REMINDER and h.node_id)
+
+    ps.on_frame(_contrib(0b0111, Flags.PREEMPTED), 0.0)
+    out = ps.on_timer(ps.next_deadline())
+    assert reminded(out) == [2]
+    assert [parse_frame(f, K).header.worker_id for f in out if parse_frame(f, K).header.node_id == 0] == [3]
+    ps.on_frame(_contrib(0b0110, Flags.PREEMPTED, frag=1), 0.0)
+    assert reminded(ps.on_timer(ps.next_deadline())) == [1, 2]
+    ps.on_frame(_contrib(0b0011, Flags.PREEMPTED, frag=2), 0.0)
+    ps.on_frame(_contrib(0b0100, Flags.RESEND, frag=2), 0.0)
+    out = ps.on_frame(_contrib(0b1000, Flags.RESEND, frag=2), 0.0)
+    assert len(_results(out)) == 4 and reminded(out) == [2]
+    # without node_workers every node of the sub-model is reminded (test above: both)
+    assert JobConfig({0: (WIP[0], 0)}, VIA).nodes_to_remind(0, 0b1) == [1, 2]
+
+
 def test_ps_passes_on_a_result_copy_a_worker_answered_with() -> None:
     """ESA §5.3 case 2: w2 lost the switch's multicast result; after the grace the PS queries
     one of the silent workers (fewer resent than stayed silent, nothing came through a switch:

@@ -143,9 +143,10 @@ def test_job_description_round_trips_through_json(tmp_path: Path) -> None:
     job = InaJob.loopback(3, "127.0.99")
     job.reminder_via = {5: "10.0.0.3"}
     job.submodel_nodes = {0: [5]}
+    job.result_via, job.node_workers = 5, {5: [0, 2]}
     job.save(tmp_path / "job.json")
     again = InaJob.load(tmp_path / "job.json")
-    assert again == job
+    assert again == job and again.job_config().node_workers == {5: [0, 2]}
     assert job.split(10) == [10] and InaJob(1, "x", job.workers, [[l[0]] * 3 for l in job.labels],
                                            [1, 2, 1]).split(8) == [2, 4, 2]
 
