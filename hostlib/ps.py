@@ -146,6 +146,7 @@ class _Entry:
     first_resend: float = -1.0     # when the first RESEND arrived (-1: none yet)
     recovered_at: float = -1.0     # when the last recovery was sent (-1: never)
     recoveries: int = 0            # recoveries sent so far
+    reminded_for: int = 0          # the workers whose nodes its recoveries reminded (their bitmap)
     answered: bool = False         # a reply that only a recovery gets (a result copy or a drain) arrived
     replied: bool = False          # such a reply arrived since the last recovery
     # after its result was relayed: -1 until a RESEND of it comes, then that worker (the next
@@ -499,7 +500,9 @@ class ParameterServer:
             start = key[3] % len(missing)
             missing = [missing[(start + i) % len(missing)] for i in range(n_ask)]
         lacking = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
-        return self._reminders(key, job, lacking) + [self._query(key, w, job) for w in missing]
+        e.reminded_for |= lacking
+        return self._reminders(key, job, job.nodes_to_remind(key[2], lacking)) + [
+            self._query(key, w, job) for w in missing]
 
     def _on_reply(self, e: _Entry, now: float) -> None:
         """The first reply since ``e``'s last recovery that only a recovery gets: a sample of
@@ -572,10 +575,14 @@ class ParameterServer:
             payload = self._result_payload(key, e, job)
             out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])]
         self.stats.results_sent += len(out)
-        if stand_ins and not e.recoveries:
+        if stand_ins:
             # the stand-ins' first copies may still sit in a switch partial: free that aggregator
-            # (a recovery reminded the nodes already); only the nodes their copies go through
-            out += self._reminders(key, job, sum(1 << w for w in stand_ins))
+            # at the nodes their copies go through, unless a recovery reminded them already
+            nodes = job.nodes_to_remind(key[2], sum(1 << w for w in stand_ins))
+            if e.recoveries:
+                reminded = job.nodes_to_remind(key[2], e.reminded_for)
+                nodes = [n for n in nodes if n not in reminded]
+            out += self._reminders(key, job, nodes)
         return out
 
     def _header(self, key: Key, e: _Entry, job: JobConfig, relay: int = 0) -> bytes:
@@ -610,12 +617,11 @@ class ParameterServer:
         return frame_prefix(self.ip, job.reminder_via[node], self.mac, self.gateway_mac, INA_UDP_PORT, 64,
                             len(payload)) + payload
 
-    def _reminders(self, key: Key, job: JobConfig, lacking: int) -> list[bytes]:
-        """A reminder to each node of the key's sub-model that may hold a contribution of the
-        workers in ``lacking``."""
+    def _reminders(self, key: Key, job: JobConfig, nodes: Sequence[int]) -> list[bytes]:
+        """A reminder of ``key`` to each of ``nodes`` (ESA §5.1: drain your partial)."""
         out = []
         zeros = np.zeros(self.lanes, dtype=np.int32)
-        for node in job.nodes_to_remind(key[2], lacking):
+        for node in nodes:
             # ESA: everything but the key (and round) is zero; the owning switch fills in its partial
             h = InaHeader(key[0], node, key[2], key[3], WORKER_AGGREGATE, 0, 0, 0, 0, Flags.REMINDER, key[1])
             out.append(build_frame(h, zeros, src_ip=self.ip, dst_ip=job.reminder_via[node], src_mac=self.mac,

@@ -412,9 +412,10 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
 def test_ps_reminds_only_nodes_that_can_hold_what_it_lacks() -> None:
     """`node_workers`: node 1 aggregates w0 and w1, node 2 w2 and w3 (ATP's ToRs). A recovery
     lacking only w3 reminds node 2 alone; one lacking w0 and w3 both; the clean-up after resend
-    copies of w2 and w3 completed a fragment reminds node 2 alone."""
+    copies of w2 and w3 completed a fragment reminds node 2 alone, and after a recovery only the
+    nodes it did not remind."""
     cfg = JobConfig({w: (WIP[w], 0) for w in range(4)}, VIA, node_workers={1: [0, 1], 2: [2, 3]})
-    ps = ParameterServer(PS_IP, {5: cfg}, lanes=K, timeout=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+    ps = _ps(j5=cfg)
 
     def reminded(frames: list[bytes]) -> list[int]:
         return sorted(h.node_id for h in (parse_frame(f, K).header for f in frames)
@@ -430,6 +431,16 @@ def test_ps_reminds_only_nodes_that_can_hold_what_it_lacks() -> None:
     ps.on_frame(_contrib(0b0100, Flags.RESEND, frag=2), 0.0)
     out = ps.on_frame(_contrib(0b1000, Flags.RESEND, frag=2), 0.0)
     assert len(_results(out)) == 4 and reminded(out) == [2]
+    # w0 resent before the recovery, which reminded node 2 (for w3) only; w3's answer completes
+    # the fragment: the clean-up goes to node 1, where w0's first copy may still sit
+    ps = _ps(j5=cfg)
+    ps.on_frame(_contrib(0b0110, Flags.PREEMPTED, frag=3), 1.0)
+    ps.on_frame(_contrib(0b0001, Flags.RESEND, frag=3), 1.0)
+    out = ps.on_timer(ps.next_deadline())
+    assert reminded(out) == [2] and [parse_frame(f, K).header.worker_id for f in out
+                                     if parse_frame(f, K).header.node_id == 0] == [3]
+    out = ps.on_frame(_contrib(0b1000, Flags.RESEND, frag=3), 1.1)
+    assert len(_results(out)) == 4 and reminded(out) == [1]
     # without node_workers every node of the sub-model is reminded (test above: both)
     assert JobConfig({0: (WIP[0], 0)}, VIA).nodes_to_remind(0, 0b1) == [1, 2]
 
