@@ -384,14 +384,15 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                 if hops[a][ps] != b and (a, sid[n], wid[w]) not in pinned:
                     pinned.add((a, sid[n], wid[w]))
                     ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac,
-                                             node_id=sid[n], worker_id=wid[w], flags=0))
+                                             node_id=sid[n], worker_id=wid[w], flags=0,
+                                             flags_mask=0xFF & ~int(Flags.RETRY)))
     # routing plans: first copies and partials (flags 0) and fragments a collision sent on
     # (COLLISION) headed for node n follow the plan's paths up to n
     for n, at in tree_pins.items():
         for a, b in at.items():
             for flags in (0, int(Flags.COLLISION)):
                 ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac, node_id=sid[n],
-                                         flags=flags))
+                                         flags=flags, flags_mask=0xFF & ~int(Flags.RETRY)))
     for n, lv in levels.items():
         if lv[0] == "to_node" and not tree_pins and lv[1] not in _downstream(topo, hops, n, ps):
             raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")

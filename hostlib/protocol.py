@@ -33,6 +33,7 @@ class Flags(IntFlag):
     RESEND = 0x10
     OVERFLOW = 0x20
     RELAY = 0x40
+    RETRY = 0x80
 
 
 class ProtocolError(ValueError):

@@ -368,6 +368,10 @@ class ParameterServer:
             return self._on_resend(key, e, job, worker, lanes, now)
         if kind == "result_copy":
             return self._on_result_copy(key, e, job, worker, flags, lanes)
+        if kind == "drained" and bitmap == mask and not e.net_bitmap:
+            # a node's kept result (rule 8), drained whole: the node multicast it already, so,
+            # like a worker's copy, it goes only to the workers known to lack it
+            return self._on_result_copy(key, e, job, -1, flags, lanes)
         if e.result is not None:
             self.stats.count("late")      # e.g. a drained partial whose workers were resent
             return []

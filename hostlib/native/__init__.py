@@ -134,7 +134,7 @@ class Rto(ctypes.Structure):
 
 class WorkerState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("n", "lanes", "frame_len", "window", "reach", "recovery", "nsubs", "job",
-                                     "round")]
+                                     "round", "node_tries")]
                 + [(n, _ptr) for n in ("wire", "sub", "first", "count", "pos", "done", "results", "retx", "first_sent",
                                        "timeout", "deadline", "pend", "later", "resent_at", "path_srtt",
                                        "path_rttvar", "path_clean")]
@@ -319,7 +319,7 @@ class NativeWorker:
         self.scratch = np.zeros(cap * max(r.frame_len, 1), dtype=np.uint8)
         self._keep = [counts, first, sub, pos, wire]
         st.n, st.lanes, st.frame_len, st.window, st.reach = n, wk.lanes, r.frame_len, wk.window, wk.reach
-        st.recovery = wk.recovery
+        st.recovery, st.node_tries = wk.recovery, wk.node_tries
         st.nsubs, st.job, st.round = len(r.count), wk.job_id, r.number
         st.wire, st.sub, st.first, st.count, st.pos = _addr(wire), _addr(sub), _addr(first), _addr(counts), _addr(pos)
         st.done, st.results, st.retx = _addr(wk._done), _addr(r.results), _addr(wk._retransmitted)
@@ -359,7 +359,7 @@ class NativeWorker:
         st.base, st.next, st.n_done, st.n_pending = a, b, wk._n_done, len(wk._pending)
         st.n_recovering = wk._recovering
         st.newest_answered = wk._newest_answered
-        st.window, st.reach, st.recovery = wk.window, wk.reach, wk.recovery
+        st.window, st.reach, st.recovery, st.node_tries = wk.window, wk.reach, wk.recovery, wk.node_tries
         _rto_to_c(wk.rto, st.rto)
         _rto_to_c(wk.resend_rtt, st.resend_rtt)
         _rto_to_c(wk.retry_rtt, st.retry_rtt)

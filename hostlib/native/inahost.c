@@ -42,6 +42,7 @@
 #define F_RESEND 0x10
 #define F_OVERFLOW 0x20
 #define F_RELAY 0x40
+#define F_RETRY 0x80
 #define FAST_RETRANSMIT_AFTER 1   /* hostlib.worker.FAST_RETRANSMIT_AFTER: why one */
 
 /* return codes of the cores and of the UDP loops */
@@ -157,7 +158,7 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
 /* ------------------------------------------------------------------ worker */
 typedef struct {
     /* the round (set by the wrapper after Worker.push) */
-    int64_t n, lanes, frame_len, window, reach, recovery, nsubs, job, round;
+    int64_t n, lanes, frame_len, window, reach, recovery, nsubs, job, round, node_tries;
     const uint8_t *wire;        /* every first copy, back to back (the Worker's bytes) */
     const int32_t *sub;         /* per fragment */
     const int64_t *first, *count;   /* per sub-model */
@@ -183,13 +184,18 @@ typedef struct {
 static inline void w_emit(Worker *w, const uint8_t *frame) { w->out[w->out_n++] = frame; }
 
 static void w_resend(Worker *w, int64_t idx) {
-    /* Worker._resend: the first copy with node 0 and RESEND (count 1 and the own bitmap bit
-     * are already the first copy's) */
+    /* Worker._resend of a first retransmission: the first copy flagged RETRY, to its node, if
+     * it has one and node_tries allows; else with node 0 and RESEND (count 1 and the own bitmap
+     * bit are already the first copy's) */
     uint8_t *fr = w->scratch + w->scratch_used * w->frame_len;
     w->scratch_used++;
     memcpy(fr, w->wire + idx * w->frame_len, w->frame_len);
-    fr[PREFIX + 1] = F_RESEND;
-    put16(fr + PREFIX + 4, 0);
+    if (w->node_tries >= w->retx[idx] && be16(fr + PREFIX + 4) != 0) {
+        fr[PREFIX + 1] = F_RETRY;
+    } else {
+        fr[PREFIX + 1] = F_RESEND;
+        put16(fr + PREFIX + 4, 0);
+    }
     w_emit(w, fr);
 }
 
@@ -250,8 +256,9 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     w->done[idx] = 1;
     w->n_done++;
     w->results_n++;
-    /* node_id 0 or RELAY (a node multicast it for the PS): the PS's result */
-    int from_switch = be16(p + 4) != 0 && !(flags & F_RELAY);
+    /* node_id 0, RELAY (a node multicast it for the PS) or RETRY (a node's kept result answering
+     * a retry): answers no first copy */
+    int from_switch = be16(p + 4) != 0 && !(flags & (F_RELAY | F_RETRY));
     if (w->pend[idx]) {
         w->pend[idx] = 0;
         w->n_pending--;
@@ -305,7 +312,13 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
                 w_resend(w, e);
             }
         } else {
-            w_rack(w, e);       /* another path's later result */
+            /* another path's later result: presumed lost once it waited its path's srtt */
+            double srtt = w->path_srtt[w->sub[e]];
+            if (w->later[e] >= 0 && srtt >= 0 && srtt < now - w->first_sent[e]) {
+                w->later[e] = -1;
+                w->n_recovering++;
+            }
+            w_rack(w, e);
         }
     }
     while (w->base < w->n && w->done[w->base]) w->base++;

@@ -17,6 +17,7 @@ const bit<8> INA_FLAG_REMINDER  = 0x08;
 const bit<8> INA_FLAG_RESEND    = 0x10;
 const bit<8> INA_FLAG_OVERFLOW  = 0x20;
 const bit<8> INA_FLAG_RELAY     = 0x40;   // the PS's result for a node to multicast (rule 1); switches only route on it
+const bit<8> INA_FLAG_RETRY     = 0x80;   // a worker's retransmission to its node (rule 8)
 
 const bit<8> INA_WORKER_AGGREGATE = 255;   // worker_id of partial and complete aggregates
 
@@ -85,5 +86,6 @@ const bit<3> INA_PASS      = 0;   // not aggregated here: forward unchanged (or 
 const bit<3> INA_ABSORB    = 1;   // consumed into an aggregator: drop
 const bit<3> INA_COMPLETE  = 2;   // carries a complete aggregate for this node: ina_level decides
 const bit<3> INA_DUPLICATE = 3;   // contribution already aggregated, or from a finished round: drop
+const bit<3> INA_RETAINED  = 4;   // a retry found the complete aggregate kept here: it carries it
 
 #endif

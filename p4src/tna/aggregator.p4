@@ -539,13 +539,15 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
     }
     // An aggregate (also one that arrived complete) carries worker 255, and it never collided
     // here, whatever a fragment of it met below: COLLISION cleared, RESULT at the last level
-    // (one two-bit write).
+    // (one two-bit write); nor is it a worker's retry (RETRY cleared: a result flagged RETRY
+    // would be a kept result's answer, which this program never sends).
     action complete() {
         meta.verdict = INA_COMPLETE;
         hdr.ina.node_id = meta.next_node;
         hdr.ina.fan_in = meta.next_fan_in;
         hdr.ina.worker_id = INA_WORKER_AGGREGATE;
         hdr.ina.flags[1:0] = meta.result_flag[1:0];   // COLLISION, RESULT
+        hdr.ina.flags[7:7] = 0;                       // RETRY
         meta.mcast_group = meta.result_group;
     }
     action resubmit(bit<8> op) {

@@ -48,7 +48,20 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
     agg_lanes.write(lane_base + i, 0);                                     \
     hdr.lanes.v##i = (int<32>) old_bits;
 
+#define LANE_ADD_AND_KEEP(i)                                               \
+    agg_lanes.read(old_bits, lane_base + i);                               \
+    old_value = (int<32>) old_bits;                                        \
+    sum = old_value |+| hdr.lanes.v##i;                                    \
+    if (sum != old_value + hdr.lanes.v##i) { overflow = 1; }               \
+    agg_lanes.write(lane_base + i, (bit<32>) sum);                         \
+    hdr.lanes.v##i = sum;
+#define LANE_READ(i)                                                       \
+    agg_lanes.read(old_bits, lane_base + i);                               \
+    hdr.lanes.v##i = (int<32>) old_bits;
+
     action lanes_add()          { INA_FOR_EACH_LANE(LANE_ADD) }
+    action lanes_add_and_keep() { INA_FOR_EACH_LANE(LANE_ADD_AND_KEEP) }
+    action lanes_read()         { INA_FOR_EACH_LANE(LANE_READ) }
     action lanes_add_and_take() { INA_FOR_EACH_LANE(LANE_ADD_AND_TAKE) }
     action lanes_swap()         { INA_FOR_EACH_LANE(LANE_SWAP) }
     action lanes_drain()        { INA_FOR_EACH_LANE(LANE_DRAIN) }
@@ -129,6 +142,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         bit<32> owner_round;
         agg_round.read(owner_round, meta.agg_index);
         bool same_round = owner_round == hdr.ina.round;
+        // a kept result (rule 8): complete, yet owned; any claim may take the aggregator
+        bit<8> held_count;
+        bit<8> held_fan_in;
+        agg_count.read(held_count, meta.agg_index);
+        agg_fan_in.read(held_fan_in, meta.agg_index);
+        bool kept = owner != 0 && held_fan_in != 0 && held_count >= held_fan_in;
 
         if (meta.releasing == 1) {
             if (owner == key && same_round) {
@@ -145,7 +164,8 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
                 // a held (complete) aggregator has nothing to drain: just free it
                 free_aggregator();
             } else if (owner == key && same_round) {
-                // drain the partial to the owner's PS and free the aggregator
+                // drain the partial to the owner's PS and free the aggregator; a kept result
+                // (rule 8) goes out as a copy and stays for the workers' retries
                 bit<1> ovf;
                 agg_overflow.read(ovf, meta.agg_index);
                 agg_bitmap.read(hdr.ina.bitmap, meta.agg_index);
@@ -153,8 +173,12 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
                 agg_fan_in.read(hdr.ina.fan_in, meta.agg_index);
                 agg_priority.read(hdr.ina.priority, meta.agg_index);
                 agg_ps_addr.read(hdr.ipv4.dst_addr, meta.agg_index);
-                lanes_drain();
-                free_aggregator();
+                if (kept) {
+                    lanes_read();
+                } else {
+                    lanes_drain();
+                    free_aggregator();
+                }
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_PREEMPTED;
                 if (ovf == 1) { hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW; }
                 hdr.ina.worker_id = INA_WORKER_AGGREGATE;
@@ -172,6 +196,26 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             // round r+1 once every result of round r is in): reclaim it; the packet claims it
             // below and the stale state, swapped into the absorbed packet, is dropped with it.
             owner = 0;
+        }
+
+        if (owner == key && kept) {
+            if ((hdr.ina.flags & INA_FLAG_RETRY) != 0) {
+                // a worker lost the result (or its copy of it): answer it with the kept one
+                agg_bitmap.read(hdr.ina.bitmap, meta.agg_index);
+                hdr.ina.count = held_count;
+                hdr.ina.fan_in = held_fan_in;
+                bit<1> kept_overflow;
+                agg_overflow.read(kept_overflow, meta.agg_index);
+                if (kept_overflow == 1) { hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW; }
+                lanes_read();
+                meta.verdict = INA_RETAINED;
+            } else {
+                meta.verdict = INA_DUPLICATE;      // its contribution is in the result
+            }
+            return;
+        }
+        if (kept) {
+            owner = 0;                             // another key claims it: the result is dropped
         }
 
         if (owner == 0) {
@@ -194,10 +238,18 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             count = count + hdr.ina.count;
             bitmap = bitmap | hdr.ina.bitmap;
             if (count >= hdr.ina.fan_in) {
-                lanes_add_and_take();
                 if (meta.hold == 1) {
+                    lanes_add_and_take();
                     hold_aggregator();
+                } else if (meta.result_group != 0) {
+                    // a multicast result: keep it for workers whose copy is lost (rule 8) until
+                    // a claim (a level sending to the PS may carry a partial the PS completes)
+                    lanes_add_and_keep();
+                    agg_bitmap.write(meta.agg_index, bitmap);
+                    agg_count.write(meta.agg_index, count);
+                    agg_overflow.write(meta.agg_index, ovf | overflow | packet_overflow);
                 } else {
+                    lanes_add_and_take();
                     free_aggregator();
                 }
                 hdr.ina.bitmap = bitmap;

@@ -81,9 +81,12 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
         meta.pool_base = pool_base;
         meta.pool_size = pool_size;
     }
+    // ina_level is looked up before the aggregator (which keeps a complete aggregate only at a
+    // multicast level) and only writes metadata; the header is rewritten once the verdict is in
     action to_node(bit<16> next_node, bit<8> next_fan_in) {
-        hdr.ina.node_id = next_node;
-        hdr.ina.fan_in = next_fan_in;
+        meta.has_next = 1;
+        meta.next_node = next_node;
+        meta.next_fan_in = next_fan_in;
     }
     action to_multicast(bit<16> group) {
         meta.last_level = 1;
@@ -145,9 +148,21 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
                 }
             } else if (ina_node.apply().hit) {
                 ina_job.apply();
+                if (meta.job_known == 1) {
+                    ina_level.apply();
+                }
             }
             if (meta.job_known == 1) {
                 aggregator.apply(hdr, meta);
+            }
+            if (meta.verdict == INA_RETAINED) {
+                // rule 8: a worker's retry found the result kept here; it goes back to that
+                // worker alone, as if from the PS
+                hdr.ina.flags = INA_FLAG_RESULT | INA_FLAG_RETRY | (hdr.ina.flags & INA_FLAG_OVERFLOW);
+                hdr.ina.worker_id = INA_WORKER_AGGREGATE;
+                bit<32> sender = hdr.ipv4.src_addr;
+                hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                hdr.ipv4.dst_addr = sender;
             }
             if (meta.verdict == INA_ABSORB || meta.verdict == INA_DUPLICATE) {
                 mark_to_drop(sm);
@@ -158,11 +173,14 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
             if (meta.verdict == INA_COMPLETE
                     || (meta.verdict == INA_PASS && meta.job_known == 1 && meta.releasing == 0
                         && (hdr.ina.flags & INA_FLAG_COLLISION) != 0)) {
-                ina_level.apply();
+                if (meta.has_next == 1) {
+                    hdr.ina.node_id = meta.next_node;
+                    hdr.ina.fan_in = meta.next_fan_in;
+                }
                 if (meta.verdict == INA_COMPLETE) {
                     // an aggregate leaving its node never collided there, whatever a fragment
                     // of it met at the level below, and it is an aggregate
-                    hdr.ina.flags = hdr.ina.flags & ~INA_FLAG_COLLISION;
+                    hdr.ina.flags = hdr.ina.flags & ~(INA_FLAG_COLLISION | INA_FLAG_RETRY);
                     hdr.ina.worker_id = INA_WORKER_AGGREGATE;   // also one that arrived complete
                     if (meta.last_level == 1) {
                         hdr.ina.flags = hdr.ina.flags | INA_FLAG_RESULT;

@@ -12,9 +12,12 @@ struct ina_metadata_t {
     bit<1>  hold;             // ATP mode: keep a completed aggregator until its result returns
     bit<1>  releasing;        // this packet is a returning result that frees a held aggregator
     bit<16> agg_node;         // node id the aggregator key uses (own id when releasing)
-    bit<3>  verdict;          // INA_PASS / ABSORB / COMPLETE / DUPLICATE
+    bit<3>  verdict;          // INA_PASS / ABSORB / COMPLETE / DUPLICATE / RETAINED
     bit<1>  last_level;       // ina_level: the aggregate is final (RESULT) at this node
     bit<16> result_group;     // ina_level: multicast group for the result (0: to the PS)
+    bit<1>  has_next;         // ina_level: to_node, the aggregate goes on to next_node
+    bit<16> next_node;
+    bit<8>  next_fan_in;
     bit<32> agg_index;
     bit<1>  routed;           // an explicit route or next hop was chosen
     bit<16> ecmp_group;

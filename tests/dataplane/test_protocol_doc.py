@@ -179,6 +179,20 @@ class Bench(InaSwitch):
         stale = self.arch == "tna"
         assert {r: v for r, v in self.state(index).items() if v and not (stale and r.startswith("lane_"))} == {}
 
+    def assert_completed(self, index: int, bitmap: int, lanes: np.ndarray) -> None:
+        """What a completion at a multicast level leaves: v1model keeps the result (rule 8: key,
+        round, bitmap, count = fan-in and the sums stay until a claim takes the aggregator);
+        TNA frees it (rule 4)."""
+        if self.arch == "tna":
+            self.assert_free(index)
+            return
+        st = self.state(index)
+        n = bin(bitmap).count("1")
+        assert st["agg_owner"] != 0 and st["agg_round"] != 0
+        assert (st["agg_bitmap"], st["agg_count"], st["agg_fan_in"]) == (bitmap, n, n)
+        kept = np.array([st[f"lane_{k}"] for k in range(self.lanes)], dtype=np.uint32).view(np.int32)
+        assert np.array_equal(kept.astype(np.int64), np.asarray(lanes, np.int64))
+
     def add_ps2(self) -> None:
         self.t.add_lpm(PS2_IP, 32, PS2_PORT, dmac=0x02000000EEEE)
 
@@ -374,7 +388,7 @@ def test_complete_aggregate_fields_and_freed_aggregator(arch: str) -> None:
     assert h.bitmap == 0b111 and h.count == 3
     assert_lanes(out.pkt, exact_sum(g))
     assert udp_checksum_of(out.frame) == 0
-    s.assert_free(i)
+    s.assert_free(i)                      # a level to the PS keeps nothing (rule 8)
 
 
 def test_multicast_replicas_are_rewritten_per_worker(arch: str) -> None:
@@ -680,6 +694,109 @@ def test_a_resend_result_copy_does_not_release(arch: str) -> None:
     out = s.one(copy, 7)
     assert out.port == PS_PORT and out.frame[12:] == hop(s.last_frame)
     assert s.register("agg_bitmap", 0) == ALL_ONES
+
+
+# ====================================================================== rule 8
+def _kept_bench(arch: str, **kw) -> tuple[Bench, list[np.ndarray]]:
+    """Three workers' fragment 7 complete (multicast to each), on a pool of one aggregator."""
+    s = Bench(arch, workers=3, pool_size=1, **kw)
+    rng = np.random.default_rng(8)
+    g = [random_lanes(rng, s.lanes) for _ in range(3)]
+    s.absorbed(s.fragment(0, fan_in=3, round=5), g[0])
+    s.absorbed(s.fragment(1, fan_in=3, round=5), g[1])
+    assert len(s.tx(s.fragment(2, fan_in=3, round=5), g[2])) == 3
+    return s, g
+
+
+def test_a_retry_completes_the_partial_that_lacks_its_worker(arch: str) -> None:
+    """Rule 8 (both programs): a RETRY is a first copy to the switch; one that brings the
+    missing worker completes the aggregate, whose result leaves without RETRY; a RETRY of a
+    worker already in the partial is a duplicate."""
+    s = Bench(arch, workers=3, pool_size=1)
+    g = [np.full(s.lanes, v, np.int32) for v in (1, 10, 100)]
+    s.absorbed(s.fragment(0, fan_in=3), g[0])
+    s.absorbed(s.fragment(1, fan_in=3), g[1])           # worker 2's first copy was lost
+    before = s.state(0)
+    s.absorbed(s.fragment(0, fan_in=3, flags=Flags.RETRY), g[0])      # worker 0 timed out too
+    assert s.state(0) == before
+    outs = s.tx(s.fragment(2, fan_in=3, flags=Flags.RETRY), g[2])
+    assert sorted(o.port for o in outs) == [worker_port(w) for w in range(3)]
+    for o in outs:
+        assert o.pkt.header.flags == Flags.RESULT and o.pkt.header.bitmap == 0b111
+        assert_lanes(o.pkt, 111)
+
+
+def test_a_kept_result_answers_a_retry_to_that_worker_alone(arch: str) -> None:
+    """Rule 8: the last level keeps the result; a worker's RETRY of the same key and round gets
+    it back as RESULT|RETRY, from the PS's address to that worker, node id unchanged, and the
+    result stays kept. TNA keeps none: there the retry claims the free aggregator."""
+    s, g = _kept_bench(arch)
+    retry = s.fragment(1, fan_in=3, round=5, flags=Flags.RETRY)
+    if arch == "tna":
+        s.absorbed(retry, g[1])
+        return
+    s.assert_completed(0, 0b111, exact_sum(g))
+    out = s.one(retry, g[1])
+    h = out.pkt.header
+    assert out.port == worker_port(1) and out.pkt.dst_ip == worker_ip(1) and out.pkt.src_ip == PS_IP
+    assert h.flags == Flags.RESULT | Flags.RETRY and h.worker_id == WORKER_AGGREGATE
+    assert h.key() == retry.key() and h.round == 5
+    assert (h.bitmap, h.count, h.fan_in) == (0b111, 3, 3)
+    assert_lanes(out.pkt, exact_sum(g))
+    assert udp_checksum_of(out.frame) == 0
+    s.assert_completed(0, 0b111, exact_sum(g))
+    # a first copy of the complete key is a duplicate; a retry of another round is not answered
+    s.absorbed(s.fragment(1, fan_in=3, round=5), g[1])
+    s.absorbed(s.fragment(1, fan_in=3, round=4, flags=Flags.RETRY), g[1])
+    s.assert_completed(0, 0b111, exact_sum(g))
+
+
+@pytest.mark.parametrize("claim", ["other-key", "next-round"])
+def test_a_kept_result_yields_to_any_claim(claim: str) -> None:
+    """Rule 8 (v1model): a kept result blocks nothing — another key's first copy, or the same
+    key's next round, claims the aggregator as if it were free; the retry then meets a partial."""
+    s, g = _kept_bench("v1model")
+    first = s.fragment(0, fan_in=3, fragment_id=8, round=5) if claim == "other-key" else s.fragment(0, fan_in=3, round=6)
+    s.absorbed(first, 4)
+    assert s.register("agg_bitmap", 0) == 0b1 and s.register("agg_count", 0) == 1
+    retry = s.fragment(1, fan_in=3, round=5, flags=Flags.RETRY)
+    if claim == "other-key":
+        out = s.one(retry, g[1])
+        assert out.port == PS_PORT and Flags.COLLISION in out.pkt.header.flags   # as a first copy's
+    else:
+        s.absorbed(retry, g[1])                   # a finished round's copy: dropped (rule "Rounds")
+    assert s.register("agg_bitmap", 0) == 0b1 and s.register("agg_count", 0) == 1
+
+
+def test_a_reminder_copies_a_kept_result_to_the_ps_and_keeps_it() -> None:
+    """Rules 6 and 8 (v1model): a reminder for a kept result sends the PS a copy —
+    REMINDER|PREEMPTED, every worker's bit, count = fan-in, the sums — and the result stays for
+    the workers' retries."""
+    s, g = _kept_bench("v1model")
+    out = s.remind(s.reminder(round=5))
+    h = out.pkt.header
+    assert out.port == PS_PORT and h.flags == Flags.REMINDER | Flags.PREEMPTED
+    assert (h.bitmap, h.count, h.fan_in) == (0b111, 3, 3)
+    assert_lanes(out.pkt, exact_sum(g))
+    s.assert_completed(0, 0b111, exact_sum(g))
+    assert s.one(s.fragment(2, fan_in=3, round=5, flags=Flags.RETRY), g[2]).port == worker_port(2)
+
+
+@pytest.mark.parametrize("level", ["to_node", "to_ps"])
+def test_only_a_multicast_level_keeps_results(level: str) -> None:
+    """Rule 8 (v1model): a level that sends its aggregate on (`to_node`) or to the PS (which may
+    complete it with other fragments) frees the aggregator as rule 4 says; a retry there is a
+    first copy again, never answered with a partial."""
+    s = Bench("v1model", workers=2, pool_size=1, result="none")
+    if level == "to_node":
+        s.t.level_to_node(1, 1, next_node=2, next_fan_in=6)
+    else:
+        s.t.level_to_ps(1, 1)
+    s.absorbed(s.fragment(0, fan_in=2), 1)
+    assert s.one(s.fragment(1, fan_in=2), 2).port == PS_PORT
+    s.assert_free(0)
+    s.absorbed(s.fragment(1, fan_in=2, flags=Flags.RETRY), 2)
+    assert s.register("agg_bitmap", 0) == 0b10
 
 
 # ====================================================================== RESEND

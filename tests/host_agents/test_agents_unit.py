@@ -40,7 +40,8 @@ def test_worker_window_labels_and_sliding() -> None:
     # selective repeat: any result frees a slot, the base need not move; fragment 1's result
     # overtaking 0's (one path) fast-retransmits 0, which then holds no slot while recovered
     nxt = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)]
-    assert [(h.fragment_id, h.flags) for h in nxt] == [(0, Flags.RESEND), (3, Flags(0)), (4, Flags(0))]
+    assert [(h.fragment_id, h.flags) for h in nxt] == [(0, Flags.RETRY), (3, Flags(0)), (4, Flags(0))]
+    assert nxt[0].node_id == 2 and nxt[0].fan_in == 4 and nxt[0].bitmap == 0b10     # a retry, to its node
     assert wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002) == []          # 2, 3, 4 fill the window
     nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 2, np.full(K, 5)), 0.003)]
     assert nxt == [5]
@@ -94,7 +95,7 @@ def test_worker_timeout_probes_once_per_firing_then_retries_a_round_trip_later()
     timer firing (the oldest), the others re-armed for another RTO. A resent fragment is
     tried again a round trip later (no sample yet: the RTO floor), then doubling."""
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
-                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05), node_tries=0)
     wk.push(np.zeros(2 * K))
     wk.start(0.0)
     assert wk.next_deadline() == 0.01
@@ -162,14 +163,15 @@ def test_worker_a_switch_result_of_a_resent_fragment_samples_its_path() -> None:
     that sub-model was answered unretransmitted since it was sent: else RACK keeps a path srtt
     learnt too short for ever (every copy resent before its result, no Karn sample grows it)."""
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4), FragmentLabel(3, 4)], lanes=K, window=3,
-                rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+                rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05), node_tries=0)
     wk.push(np.zeros(6 * K), [3 * K, 3 * K])
     wk._path_srtt, wk._path_rttvar = [0.0005, 0.002], [0.0, 0.0]      # A's learnt too short
     wk.start(0.0)                                             # A0, B0, A1 at t=0
     wk.on_frame(_result(5, 0, np.full(K, 1), sub=1), 0.002)   # B0: B1 at 0.002
     wk.on_frame(_result(5, 1, np.full(K, 2), sub=1), 0.003)   # B1, sent later: evidence against A0, A1
     resent = [h for f in wk.on_timer(0.003) for h in [parse_frame(f, K).header] if h.flags == Flags.RESEND]
-    assert [(h.submodel_id, h.fragment_id) for h in resent] == [(0, 0), (0, 1)]   # RACK: 1 ms
+    # RACK: 1 ms; A2 went out when B0's result found A0 and A1 past A's srtt (presumed lost)
+    assert [(h.submodel_id, h.fragment_id) for h in resent] == [(0, 0), (0, 1), (0, 2)]
     wk.on_frame(_result(5, 0, np.zeros(K)), 0.004)            # A0 from its switch: 4 ms, exact
     assert wk._path_srtt[0] == pytest.approx(0.875 * 0.0005 + 0.125 * 0.004)
     assert wk._path_rttvar[0] == pytest.approx(0.25 * 0.0035)
@@ -207,7 +209,7 @@ def test_worker_tail_loss_probe_once_the_last_first_copy_is_out() -> None:
     assert [parse_frame(f, K).header.fragment_id for f in out] == [2]        # the last first copy
     assert wk._pending == {1: pytest.approx(0.004), 2: pytest.approx(0.005)}  # not 0.01 and 0.009
     frames = [parse_frame(f, K).header for f in wk.on_timer(0.006)]
-    assert [(h.fragment_id, h.flags) for h in frames] == [(1, Flags.RESEND)]   # one probe per firing
+    assert [(h.fragment_id, h.flags) for h in frames] == [(1, Flags.RETRY)]   # one probe per firing
     assert wk._pending[2] == pytest.approx(0.006 + 0.008)                      # re-armed for an RTO
 
 
@@ -489,10 +491,10 @@ def test_worker_a_later_result_from_the_ps_presumes_a_fragment_lost_without_rese
     h = InaHeader(5, 0, 0, 1, 255, 4, 4, 0, 0b1111, Flags.RESULT)             # fragment 1, from the PS
     out = [parse_frame(f, K).header for f in wk.on_frame(build_frame(h, np.full(K, 1, np.int32),
                                                                      src_ip=PS_IP, dst_ip=WIP[1]), 0.002)]
-    assert not [h for h in out if h.flags == Flags.RESEND] and wk.stats.fast_resent == 0
+    assert not [h for h in out if h.flags == Flags.RETRY] and wk.stats.fast_resent == 0
     assert [h.fragment_id for h in out] == [3, 4]            # 1's slot and 0's: presumed lost
     assert wk._pending[0] == pytest.approx(0.006)          # RTO: 2 ms srtt + 4 x 1 ms rttvar
-    assert [parse_frame(f, K).header.flags for f in wk.on_timer(0.006)] == [Flags.RESEND]
+    assert [parse_frame(f, K).header.flags for f in wk.on_timer(0.006)] == [Flags.RETRY]
     assert wk._recovering == 1                               # counted once, when presumed lost
     wk.on_frame(_result(5, 0, np.zeros(K)), 0.007)
     assert wk._recovering == 0
@@ -512,11 +514,11 @@ def test_worker_fast_retransmits_after_one_later_result_of_the_same_submodel() -
     wk = _worker(window=5, n_frags=6)
     wk.start(0.0)
     out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.full(K, 1)), 0.001)]   # 1 overtook 0
-    resent = [h for h in out if h.flags == Flags.RESEND]
+    resent = [h for h in out if h.flags == Flags.RETRY]
     assert [h.fragment_id for h in resent] == [0] and wk.stats.fast_resent == 1
     assert [h.fragment_id for h in out if h.flags == Flags(0)] == [5]            # and the freed slot's new one
     out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 2, np.full(K, 1)), 0.001)]
-    assert not [h for h in out if h.flags == Flags.RESEND]                     # only once
+    assert not [h for h in out if h.flags == Flags.RETRY]                     # only once
 
 
 def test_worker_fast_retransmit_ignores_results_of_other_submodels() -> None:
@@ -529,7 +531,7 @@ def test_worker_fast_retransmit_ignores_results_of_other_submodels() -> None:
     assert wk.on_frame(_result(5, 0, np.zeros(K), sub=1), 0.001) == []         # sub-model 1 ahead of 0
     assert wk.on_frame(_result(5, 1, np.zeros(K), sub=1), 0.001) == [] and wk.stats.fast_resent == 0
     out = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.zeros(K)), 0.002)]
-    assert [(h.submodel_id, h.fragment_id, h.flags) for h in out] == [(0, 0, Flags.RESEND)]
+    assert [(h.submodel_id, h.fragment_id, h.flags) for h in out] == [(0, 0, Flags.RETRY)]
 
 
 def test_ps_keeps_jobs_apart_and_saturates() -> None:
@@ -660,3 +662,67 @@ def test_worker_takes_a_relayed_result_as_the_ps_s() -> None:
                                                                      src_ip=VIA[2], dst_ip=WIP[1]), 0.002)]
     assert not [h for h in out if h.flags == Flags.RESEND] and wk.stats.fast_resent == 0
     assert wk._recovering == 1 and wk.stats.results == 1
+
+
+def test_worker_retries_twice_at_its_node_then_resends_to_the_ps() -> None:
+    """docs/protocol.md, "Host behaviour": the first two tries of a fragment go to its
+    aggregation node as RETRY (the first copy with RETRY set, rule 8), the third to the PS as
+    RESEND with node 0; a PS query is always answered towards the PS."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4, 77)], lanes=K, window=1,
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+    wk.push(np.arange(K, dtype=float))                  # one fragment
+    (first,) = wk.start(0.0)
+    tries = []
+    for _ in range(3):
+        tries += [parse_frame(f, K) for f in wk.on_timer(wk.next_deadline())]
+    assert [(p.header.flags, p.header.node_id) for p in tries] == [(Flags.RETRY, 2), (Flags.RETRY, 2), (Flags.RESEND, 0)]
+    want = parse_frame(first, K)
+    for p in tries[:2]:
+        assert p.header == want.header.with_(flags=Flags.RETRY) and p.dst_ip == PS_IP
+        assert np.array_equal(p.lanes, want.lanes)
+    query = InaHeader(5, 0, 0, 0, 1, 0, 0, 0, 0, Flags.REMINDER)
+    (answer,) = wk.on_frame(build_frame(query, np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.1)
+    assert parse_frame(answer, K).header.flags == Flags.RESEND and parse_frame(answer, K).header.node_id == 0
+
+
+def test_worker_takes_a_kept_results_answer_as_no_first_copys() -> None:
+    """A RESULT|RETRY (a node's kept result answering a retry) fills the fragment and measures
+    the retry's round trip, but no path sample: it answers the retry, not the first copy."""
+    wk = _worker(window=3, n_frags=4)
+    wk.start(0.0)
+    wk._path_srtt, wk._path_rttvar = [0.05], [0.0]
+    retry, new = [parse_frame(f, K).header for f in wk.on_timer(0.01)]   # fragment 0's probe
+    assert (retry.fragment_id, retry.flags, new.fragment_id, new.flags) == (0, Flags.RETRY, 3, Flags(0))
+    h = InaHeader(5, 2, 0, 0, 255, 4, 4, 0, 0b1111, Flags.RESULT | Flags.RETRY)
+    wk.on_frame(build_frame(h, np.full(K, 3, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.012)
+    assert wk._path_srtt == [0.05] and wk.resend_rtt.srtt == pytest.approx(0.002)
+    assert np.array_equal(wk.result_fixed()[:K], np.full(K, 3))
+
+
+def test_worker_presumes_a_fragment_lost_once_it_waited_its_paths_srtt() -> None:
+    """A result of another sub-model frees the window slot of an earlier fragment that has
+    waited longer than its own path's smoothed RTT (presumed lost, resent only at its RACK
+    deadline); one younger than that keeps its slot."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4), FragmentLabel(3, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.05, minimum=0.02, maximum=0.1))
+    wk.push(np.zeros(8 * K), [4 * K, 4 * K])
+    wk._path_srtt, wk._path_rttvar = [0.004, 0.004], [0.0, 0.0]
+    sent = [(h.submodel_id, h.fragment_id) for f in wk.start(0.0) for h in [parse_frame(f, K).header]]
+    assert sent == [(0, 0), (1, 0), (0, 1)]                              # A0, B0, A1
+    out = wk.on_frame(_result(5, 0, np.zeros(K), sub=1), 0.003)          # A0, A1 waited 3 ms < 4 ms
+    assert wk._later_results[:3] == [0, 0, 0] and len(out) == 1         # B0's slot only: B1
+    out = wk.on_frame(_result(5, 1, np.zeros(K), sub=1), 0.005)          # now 5 ms > 4 ms
+    assert wk._later_results[0] == wk._later_results[2] == -1 and wk._recovering == 2
+    assert len(out) == 3                                                 # B1's slot, A0's and A1's
+    assert wk.stats.resent == 0 and wk._pending[0] == pytest.approx(0.008)        # RACK: 2 srtt
+
+
+def test_ps_takes_a_drained_kept_result_as_a_result_copy() -> None:
+    """A drain holding every worker for an entry with an empty network account is a node's kept
+    result (rule 8), multicast already: the PS ends the entry with it and sends it only to the
+    workers that resent."""
+    ps = _ps()
+    assert ps.on_frame(_contrib(0b0100, Flags.RESEND), 0.0) == []
+    out = ps.on_frame(_contrib(0b1111, Flags.PREEMPTED | Flags.REMINDER), 0.001)
+    assert set(_results(out)) == {WIP[2]} and np.array_equal(_results(out)[WIP[2]], TOTAL)
+    assert ps.stats.completed == 1 and ps.incomplete() == []

@@ -195,8 +195,9 @@ def test_worker_frames_equal_the_per_fragment_construction() -> None:
     want = [want[i] for i in order]
     resent = wk.on_timer(1.0)
     for (sub, f, lanes), frame in zip(want, resent):
-        lab = labels[sub]
-        h = P.InaHeader.for_worker(9, 0, sub, f, 2, lab.fan_in, lab.priority, P.Flags.RESEND, 41)
+        lab = labels[sub]        # a first try goes to the node as a RETRY; without one, to the PS
+        node, flags = (lab.node_id, P.Flags.RETRY) if lab.node_id else (0, P.Flags.RESEND)
+        h = P.InaHeader.for_worker(9, node, sub, f, 2, lab.fan_in, lab.priority, flags, 41)
         assert frame == P.build_frame(h, lanes, **addr)
     # a result, then the PS's query for it: answered with the result copy
     res = np.arange(k, dtype=np.int32) - 4

@@ -154,7 +154,8 @@ def test_a_switch_result_of_a_resent_fragment_samples_its_path_in_c_as_in_python
         wk.push(np.zeros(6 * 64), [3 * 64, 3 * 64])
         wk._path_srtt, wk._path_rttvar = [0.0005, 0.002], [0.0, 0.0]     # sub-model 0's too short
         a: Any = native.NativeWorker(wk) if native_path else wk
-        out = [a.start(0.0), a.on_frame(result(1, 0, 3), 0.002), a.on_frame(result(1, 1, 3), 0.003),
+        # B0 answered within sub-model 0's srtt (A0 and A1 not presumed lost yet), B1 after it
+        out = [a.start(0.0), a.on_frame(result(1, 0, 3), 0.0004), a.on_frame(result(1, 1, 3), 0.003),
                a.on_timer(0.003),                                   # RACK: sub-model 0's 0 and 1
                a.on_frame(result(0, 0, 2), 0.004),                  # sampled: 4 ms
                a.on_frame(result(0, 2, 2), 0.0045),                 # sent at 0.003, not resent: 1.5 ms
