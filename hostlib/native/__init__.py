@@ -135,7 +135,7 @@ class Rto(ctypes.Structure):
 class WorkerState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("n", "lanes", "frame_len", "window", "reach", "recovery", "nsubs", "job",
                                      "round", "node_tries")]
-                + [(n, _ptr) for n in ("wire", "sub", "first", "count", "pos", "done", "results", "retx", "first_sent",
+                + [(n, _ptr) for n in ("wire", "sub", "first", "count", "node", "pos", "done", "results", "retx", "first_sent",
                                        "timeout", "deadline", "pend", "later", "resent_at", "path_srtt",
                                        "path_rttvar", "path_clean")]
                 + [(n, _i64) for n in ("base", "next", "n_done", "n_pending", "n_recovering")]
@@ -305,6 +305,7 @@ class NativeWorker:
         self._done_ref = wk._done
         counts = np.asarray(r.count, dtype=np.int64)
         first = np.asarray(r.first, dtype=np.int64)
+        nodes = np.asarray(r.node, dtype=np.int64)
         sub = np.asarray(r.sub, dtype=np.int32)          # per fragment, send order
         pos = np.asarray(r.pos, dtype=np.int64)
         wire = np.frombuffer(r.wire, dtype=np.uint8)
@@ -317,11 +318,12 @@ class NativeWorker:
         self.path_clean = np.zeros(len(r.count))
         self.out = (ctypes.c_void_p * cap)()
         self.scratch = np.zeros(cap * max(r.frame_len, 1), dtype=np.uint8)
-        self._keep = [counts, first, sub, pos, wire]
+        self._keep = [counts, first, nodes, sub, pos, wire]
         st.n, st.lanes, st.frame_len, st.window, st.reach = n, wk.lanes, r.frame_len, wk.window, wk.reach
         st.recovery, st.node_tries = wk.recovery, wk.node_tries
         st.nsubs, st.job, st.round = len(r.count), wk.job_id, r.number
         st.wire, st.sub, st.first, st.count, st.pos = _addr(wire), _addr(sub), _addr(first), _addr(counts), _addr(pos)
+        st.node = _addr(nodes)
         st.done, st.results, st.retx = _addr(wk._done), _addr(r.results), _addr(wk._retransmitted)
         st.first_sent, st.timeout, st.deadline = _addr(self.first_sent), _addr(self.timeout), _addr(self.deadline)
         st.pend, st.later, st.resent_at = _addr(self.pend), _addr(self.later), _addr(self.resent_at)

@@ -161,7 +161,7 @@ typedef struct {
     int64_t n, lanes, frame_len, window, reach, recovery, nsubs, job, round, node_tries;
     const uint8_t *wire;        /* every first copy, back to back (the Worker's bytes) */
     const int32_t *sub;         /* per fragment */
-    const int64_t *first, *count;   /* per sub-model */
+    const int64_t *first, *count, *node;   /* per sub-model (node: its aggregation node) */
     const int64_t *pos;         /* gradient order (first[sub] + fragment) -> index (send order) */
     uint8_t *done, *results, *retx;  /* the Worker's own bytearrays */
     double *first_sent, *timeout, *deadline;
@@ -292,13 +292,15 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     }
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
-        if (w->sub[e] == s && !from_switch) {
+        /* a switch's result speaks for its node's sub-models, the PS's for its own sub-model */
+        int same = from_switch ? w->node[w->sub[e]] == w->node[s] : w->sub[e] == s;
+        if (same && !from_switch) {
             /* a later result from the PS: presumed lost, resent at its RACK deadline
              * (Worker._on_result) */
             if (w->later[e] >= 0) { w->later[e] = -1; w->n_recovering++; }
             w_rack(w, e);
-        } else if (w->sub[e] == s) {
-            /* fast retransmit: later results of the same sub-model overtook a pending fragment */
+        } else if (same) {
+            /* fast retransmit: later results of the same node overtook a pending fragment */
             int presumed = w->later[e] < 0;
             w->later[e] = (presumed ? 0 : w->later[e]) + 1;
             if (w->later[e] >= FAST_RETRANSMIT_AFTER) {

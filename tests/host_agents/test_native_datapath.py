@@ -551,3 +551,30 @@ def test_udp_loopback_with_few_and_many_lanes(k: int) -> None:
     want = _want(grads, [150 * k + 3], k)
     assert all(wk.done() and np.array_equal(wk.result_fixed(), want) for wk in wks)
     assert sum(wk.stats.resent for wk in wks) == 0
+
+
+def test_a_result_is_a_dupack_for_the_sub_models_of_its_node_in_c_as_in_python() -> None:
+    """Two of three sub-models share node 2: a switch's result of one fast-retransmits the
+    other's overtaken fragment (as a RETRY), not the third sub-model's — the C core as the
+    Python one."""
+    wip = "10.0.0.2"
+
+    def result(sub: int, frag: int, node: int) -> bytes:
+        h = P.InaHeader(5, node, sub, frag, 255, 4, 4, 0, 0b1111, P.Flags.RESULT)
+        return P.build_frame(h, np.full(64, frag + 1, np.int32), src_ip="10.0.9.1", dst_ip=wip)
+
+    def run(native_path: bool) -> tuple:
+        wk = Worker(5, 1, "10.0.9.1", wip, [FragmentLabel(2, 4), FragmentLabel(3, 4), FragmentLabel(2, 4)],
+                    lanes=64, window=6, rto=RtoEstimator(initial=0.01, minimum=0.001, maximum=0.05))
+        wk.push(np.zeros(6 * 64), [2 * 64, 2 * 64, 2 * 64])
+        a: Any = native.NativeWorker(wk) if native_path else wk
+        out = [a.start(0.0), a.on_frame(result(2, 0, 2), 0.001), a.on_frame(result(2, 1, 2), 0.002)]
+        if native_path:
+            a.finish()
+        return out, wk.stats, wk._later_results
+    py, nat = run(False), run(True)
+    assert py == nat
+    retx = [(h.submodel_id, h.fragment_id, h.flags) for f in py[0][1] + py[0][2]
+            for h in [P.parse_frame(f, 64).header] if h.flags]
+    # sent A0 B0 C0 A1 B1 C1: C0's result overtakes A0, C1's A1; B (node 3) is never resent
+    assert retx == [(0, 0, P.Flags.RETRY), (0, 1, P.Flags.RETRY)] and py[1].fast_resent == 2
