@@ -476,12 +476,16 @@ class Worker:
             if retransmitted[earlier]:
                 continue
             # a switch's result: evidence against earlier fragments of every sub-model of its
-            # node, whose copies and results take the same paths (GOAT at 5 % loss with two
-            # sub-models on one node, bench_loss.py: 11.1 -> 10.1 s rounds); the PS's results
-            # (whose gap rule sees the loss) only against the same sub-model's
+            # node, whose copies and results take the same paths; the PS's results (whose gap
+            # rule sees the loss) only against the same sub-model's
             if path[sub[earlier]] == path[sub[idx]] if node else sub[earlier] == sub[idx]:
-                if not node:
-                    # a later result the PS sent (node 0): this one is presumed lost — it no longer
+                if not node or sub[earlier] != sub[idx]:
+                    # another sub-model's result from the same node: presumed lost too, not
+                    # resent at once — where a pool is short, copies that collided complete at
+                    # the PS and their fragments are overtaken without a loss (resending at once
+                    # made make run-fattree's GOAT rounds 15 % slower in the twin; presuming
+                    # took GOAT at 5 % loss from 11.1 to 10.5 s in bench_loss.py's setting).
+                    # A later result the PS sent (node 0): this one is presumed lost — it no longer
                     # holds a window slot (marked -1) — but is resent only at its RACK deadline,
                     # unless its result comes first. The PS completes fragments as their
                     # contributions come, sees a lost first copy itself (its gap rule) and asks
@@ -494,8 +498,8 @@ class Worker:
                         self._recovering += 1
                     self._rack(earlier)
                     continue
-                # fast retransmit: results of later fragments of the same node (same paths, so
-                # in order) overtook this one: it was probably lost
+                # fast retransmit: results of later fragments of the same sub-model (same path,
+                # so in order) overtook this one: it was probably lost
                 presumed = later[earlier] < 0
                 later[earlier] = max(later[earlier], 0) + 1
                 if later[earlier] >= FAST_RETRANSMIT_AFTER:

@@ -292,15 +292,17 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     }
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
-        /* a switch's result speaks for its node's sub-models, the PS's for its own sub-model */
+        /* a switch's result speaks for its node's sub-models, the PS's for its own sub-model;
+         * only a switch's result of the same sub-model fast-retransmits */
         int same = from_switch ? w->node[w->sub[e]] == w->node[s] : w->sub[e] == s;
-        if (same && !from_switch) {
-            /* a later result from the PS: presumed lost, resent at its RACK deadline
+        if (same && (!from_switch || w->sub[e] != s)) {
+            /* a later result from the PS, or another sub-model's from the same node: presumed lost,
+             * resent at its RACK deadline
              * (Worker._on_result) */
             if (w->later[e] >= 0) { w->later[e] = -1; w->n_recovering++; }
             w_rack(w, e);
         } else if (same) {
-            /* fast retransmit: later results of the same node overtook a pending fragment */
+            /* fast retransmit: later results of the same sub-model overtook a pending fragment */
             int presumed = w->later[e] < 0;
             w->later[e] = (presumed ? 0 : w->later[e]) + 1;
             if (w->later[e] >= FAST_RETRANSMIT_AFTER) {
