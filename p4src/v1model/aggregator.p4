@@ -218,6 +218,15 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             owner = 0;                             // another key claims it: the result is dropped
         }
 
+        if ((hdr.ina.flags & INA_FLAG_RETRY) != 0 && owner != key) {
+            // nothing of its key here (the partial moved on or was drained, the result was not
+            // kept): a retry claims nothing — it becomes the worker's RESEND, to the PS
+            hdr.ina.flags = (hdr.ina.flags & ~INA_FLAG_RETRY) | INA_FLAG_RESEND;
+            hdr.ina.node_id = 0;
+            meta.verdict = INA_PASS;
+            return;
+        }
+
         if (owner == 0) {
             swap_state(key);                       // claim: the free aggregator takes the packet
             meta.verdict = INA_ABSORB;

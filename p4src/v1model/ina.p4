@@ -188,7 +188,9 @@ control InaIngress(inout ina_headers_t hdr, inout ina_metadata_t meta,
                     }
                 }
             }
-            if (meta.verdict != INA_PASS || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION)) != 0) {
+            // RESEND here: a retry the aggregator turned into one (rule 8)
+            if (meta.verdict != INA_PASS
+                    || (hdr.ina.flags & (INA_FLAG_PREEMPTED | INA_FLAG_COLLISION | INA_FLAG_RESEND)) != 0) {
                 hdr.udp.checksum = 0;      // payload or header rewritten
             }
         }

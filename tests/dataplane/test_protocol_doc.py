@@ -727,9 +727,9 @@ def test_a_retry_completes_the_partial_that_lacks_its_worker(arch: str) -> None:
 
 
 def test_a_kept_result_answers_a_retry_to_that_worker_alone(arch: str) -> None:
-    """Rule 8: the last level keeps the result; a worker's RETRY of the same key and round gets
-    it back as RESULT|RETRY, from the PS's address to that worker, node id unchanged, and the
-    result stays kept. TNA keeps none: there the retry claims the free aggregator."""
+    """Rule 8: a multicast level keeps the result; a worker's RETRY of the same key and round
+    gets it back as RESULT|RETRY, from the PS's address to that worker, node id unchanged, and
+    the result stays kept. TNA keeps none: there the retry claims the free aggregator."""
     s, g = _kept_bench(arch)
     retry = s.fragment(1, fan_in=3, round=5, flags=Flags.RETRY)
     if arch == "tna":
@@ -754,7 +754,8 @@ def test_a_kept_result_answers_a_retry_to_that_worker_alone(arch: str) -> None:
 @pytest.mark.parametrize("claim", ["other-key", "next-round"])
 def test_a_kept_result_yields_to_any_claim(claim: str) -> None:
     """Rule 8 (v1model): a kept result blocks nothing — another key's first copy, or the same
-    key's next round, claims the aggregator as if it were free; the retry then meets a partial."""
+    key's next round, claims the aggregator as if it were free. The retry then finds nothing of
+    its key: it claims nothing and goes on to the PS as the worker's RESEND (node 0)."""
     s, g = _kept_bench("v1model")
     first = s.fragment(0, fan_in=3, fragment_id=8, round=5) if claim == "other-key" else s.fragment(0, fan_in=3, round=6)
     s.absorbed(first, 4)
@@ -762,7 +763,8 @@ def test_a_kept_result_yields_to_any_claim(claim: str) -> None:
     retry = s.fragment(1, fan_in=3, round=5, flags=Flags.RETRY)
     if claim == "other-key":
         out = s.one(retry, g[1])
-        assert out.port == PS_PORT and Flags.COLLISION in out.pkt.header.flags   # as a first copy's
+        assert out.port == PS_PORT and out.pkt.header == retry.with_(flags=Flags.RESEND, node_id=0)
+        assert np.array_equal(out.pkt.lanes, g[1]) and udp_checksum_of(out.frame) == 0
     else:
         s.absorbed(retry, g[1])                   # a finished round's copy: dropped (rule "Rounds")
     assert s.register("agg_bitmap", 0) == 0b1 and s.register("agg_count", 0) == 1
@@ -785,8 +787,9 @@ def test_a_reminder_copies_a_kept_result_to_the_ps_and_keeps_it() -> None:
 @pytest.mark.parametrize("level", ["to_node", "to_ps"])
 def test_only_a_multicast_level_keeps_results(level: str) -> None:
     """Rule 8 (v1model): a level that sends its aggregate on (`to_node`) or to the PS (which may
-    complete it with other fragments) frees the aggregator as rule 4 says; a retry there is a
-    first copy again, never answered with a partial."""
+    complete it with other fragments) frees the aggregator as rule 4 says; a retry then finds
+    nothing of its key and goes to the PS as a RESEND — never answered with a partial, never
+    claiming an aggregator its peers will not come back to."""
     s = Bench("v1model", workers=2, pool_size=1, result="none")
     if level == "to_node":
         s.t.level_to_node(1, 1, next_node=2, next_fan_in=6)
@@ -795,8 +798,9 @@ def test_only_a_multicast_level_keeps_results(level: str) -> None:
     s.absorbed(s.fragment(0, fan_in=2), 1)
     assert s.one(s.fragment(1, fan_in=2), 2).port == PS_PORT
     s.assert_free(0)
-    s.absorbed(s.fragment(1, fan_in=2, flags=Flags.RETRY), 2)
-    assert s.register("agg_bitmap", 0) == 0b10
+    out = s.one(s.fragment(1, fan_in=2, flags=Flags.RETRY), 2)
+    assert out.port == PS_PORT and out.pkt.header.flags == Flags.RESEND and out.pkt.header.node_id == 0
+    s.assert_free(0)
 
 
 # ====================================================================== RESEND
