@@ -4,8 +4,10 @@ The worker cuts a gradient into K-lane fragments keyed (sub-model, fragment), la
 the aggregation node, fan-in and priority the plan gave its sub-model, and sends them to the
 PS through the fabric with a sliding window. Results (RESULT frames from a switch multicast or
 the PS) fill the output and slide the window. A fragment without a result after its timeout is
-retransmitted *to the PS* with RESEND, which no switch aggregates (ESA §5.3): with preemption a
-switch cannot tell a retransmission from a first copy, the PS can.
+retransmitted, twice to its aggregation node as a RETRY (docs/protocol.md rule 8: the node adds
+it to a partial still lacking it, or answers with the result it kept), then *to the PS* with
+RESEND, which no switch aggregates (ESA §5.3): with preemption a switch cannot tell a plain
+retransmission from a first copy, the PS can.
 
 Drivers (hostlib.drivers) own the clock and the sockets: ``start``, ``on_frame`` and
 ``on_timer`` return the frames to send, ``next_deadline`` says when to call ``on_timer``.
