@@ -151,6 +151,10 @@ def submodel_elements(job: Job, total_elements: int) -> list[int]:
     return out
 
 
+# first-copy pins compare every flag but RETRY: a worker's retry (rule 8) takes its first copy's path
+_FIRST_COPY_MASK = 0xFF & ~int(Flags.RETRY)
+
+
 def _node_workers(y: Mapping[str, Sequence[str | None]], levels: Mapping[str, tuple]) -> dict[str, set[str]]:
     """Node → the workers whose contributions can reach it: at a worker's first node for a
     sub-model and every level that node's aggregates (and collided fragments) go on to."""
@@ -385,14 +389,14 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                     pinned.add((a, sid[n], wid[w]))
                     ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac,
                                              node_id=sid[n], worker_id=wid[w], flags=0,
-                                             flags_mask=0xFF & ~int(Flags.RETRY)))
+                                             flags_mask=_FIRST_COPY_MASK))
     # routing plans: first copies and partials (flags 0) and fragments a collision sent on
     # (COLLISION) headed for node n follow the plan's paths up to n
     for n, at in tree_pins.items():
         for a, b in at.items():
             for flags in (0, int(Flags.COLLISION)):
                 ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac, node_id=sid[n],
-                                         flags=flags, flags_mask=0xFF & ~int(Flags.RETRY)))
+                                         flags=flags, flags_mask=_FIRST_COPY_MASK))
     for n, lv in levels.items():
         if lv[0] == "to_node" and not tree_pins and lv[1] not in _downstream(topo, hops, n, ps):
             raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")

@@ -640,7 +640,7 @@ class Worker:
         PS's queries (``to_ps``), straight to the PS with RESEND and node 0, so no pinned
         per-node route or aggregation applies."""
         assert r is not None
-        node = self.labels[r.sub[idx]].node_id
+        node = r.node[r.sub[idx]]
         if node and not to_ps and r is self._cur and self._retransmitted[idx] <= self.node_tries:
             return build_frame(self._header(r, idx, node, Flags.RETRY), r.contribution(idx), src_ip=self.ip,
                                dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)

@@ -143,7 +143,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
         agg_round.read(owner_round, meta.agg_index);
         bool same_round = owner_round == hdr.ina.round;
         // a kept result (rule 8): complete, yet owned; any claim may take the aggregator
-        bit<8> held_count;
+        bit<8> held_count;                         // the owner's count and fan-in
         bit<8> held_fan_in;
         agg_count.read(held_count, meta.agg_index);
         agg_fan_in.read(held_fan_in, meta.agg_index);
@@ -240,8 +240,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
                 meta.verdict = INA_DUPLICATE;      // retransmission: never added twice
                 return;
             }
-            bit<8> count;
-            agg_count.read(count, meta.agg_index);
+            bit<8> count = held_count;             // read above
             bit<1> ovf;
             agg_overflow.read(ovf, meta.agg_index);
             count = count + hdr.ina.count;
