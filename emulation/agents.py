@@ -33,7 +33,7 @@ from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import encode_fragments, fragment_layout
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import FragmentLabel, Worker, WorkerGroup
+from hostlib.worker import NODE_TRIES, FragmentLabel, Worker, WorkerGroup
 
 UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire per datagram
 
@@ -198,7 +198,8 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     lanes, parts = cfg["lanes"], cfg["parts"]
     workers = [Worker(p["job_id"], p["worker_id"], p["ps_ip"], cfg["ip"],
                       [FragmentLabel(*lab) for lab in p["labels"]], mac=cfg["mac"], lanes=lanes,
-                      window=cfg.get("window", 8), rto=_rto(cfg)) for p in parts]
+                      window=cfg.get("window", 8), rto=_rto(cfg), node_tries=cfg.get("node_tries", NODE_TRIES))
+               for p in parts]
     agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
     tr = CountingTransport(cfg["ip"], lanes=lanes)
     records: list[list[dict[str, Any]]] = [[] for _ in parts]

@@ -22,7 +22,7 @@ from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
 from hostlib.ps import ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import Worker
+from hostlib.worker import NODE_TRIES_KEPT, Worker
 from p4sim import Program, Switch, load_program
 from p4sim.fabric import Fabric
 
@@ -174,8 +174,9 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
                 continue
             if w in agents:
                 raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
+            # the v1model program's nodes keep their results (rule 8): more tries at the node
             wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
-                        window=window, rto=make_rto())
+                        window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT)
             agents[w] = _TrainingWorker(wk, seeds[k], i, dep.submodel_sizes, rounds[dep.job_id],
                                         (starts or {}).get(dep.job_id, 0.0), (priorities or {}).get(dep.job_id))
             mine.append(agents[w])

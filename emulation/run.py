@@ -46,6 +46,7 @@ from controller.schemes import available
 from controller.schemes import run_scheme as plan_with
 from controller.topologies import fat_tree
 from hostlib.protocol import HEADER_LEN, MAX_WORKERS
+from hostlib.worker import NODE_TRIES, NODE_TRIES_KEPT
 
 from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
@@ -127,16 +128,19 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                    starts: Mapping[int, float], priorities: Mapping[int, list[list[int]]],
                    lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None,
                    compute: Mapping[int, float] | None = None, jitter: float = 0.0,
-                   esa: Mapping[int, dict[str, Any]] | None = None) -> dict[str, tuple[str, dict]]:
+                   esa: Mapping[int, dict[str, Any]] | None = None,
+                   node_tries: int = NODE_TRIES) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
     worker's packets carry then counts that round's participants at its node. ``compute``: job →
     its workers' computation per round (s), each worker adding its own U(0, ``jitter``);
     ``esa``: job → the inputs its workers need to evaluate ESA's Eq. 1 on what they measure
-    (emulation.agents.job_progress)."""
+    (emulation.agents.job_progress); ``node_tries``: each worker's retransmissions of a fragment
+    to its node before the PS (hostlib.worker)."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
-    common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish)}
+    common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish),
+              "node_tries": node_tries}
     cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
@@ -218,7 +222,9 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
     seeds = [job_seeds(seed, k, len(d.workers)) for k, d in enumerate(fd.jobs)]
     cfgs = _agent_configs(fd, workdir, window=window, seeds=seeds, timeout=timeout, rto=rto, rounds=rounds,
                           starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
-                          lanes=net.lanes, participants=participants, compute=compute, jitter=jitter, esa=esa)
+                          lanes=net.lanes, participants=participants, compute=compute, jitter=jitter, esa=esa,
+                          # the v1model program's nodes keep their results (rule 8), the TNA one's not
+                          node_tries=NODE_TRIES_KEPT if net.arch == "v1model" else NODE_TRIES)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"

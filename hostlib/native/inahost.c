@@ -44,6 +44,7 @@
 #define F_RELAY 0x40
 #define F_RETRY 0x80
 #define FAST_RETRANSMIT_AFTER 1   /* hostlib.worker.FAST_RETRANSMIT_AFTER: why one */
+#define STALE_AFTER 1.5           /* hostlib.worker.STALE_AFTER: why 1.5 */
 
 /* return codes of the cores and of the UDP loops */
 #define OK 0
@@ -215,11 +216,27 @@ static void w_rack(Worker *w, int64_t e) {
     if (w->first_sent[e] + rack < w->deadline[e]) w->deadline[e] = w->first_sent[e] + rack;
 }
 
+/* Worker._presume_stale: first copies that waited STALE_AFTER path srtts, oldest first, within
+ * the recovery bound, presumed lost (their slots freed, their timers kept); how many */
+static int64_t w_presume_stale(Worker *w, double now) {
+    int64_t freed = 0;
+    for (int64_t e = w->base; e < w->next && w->n_recovering < w->recovery; e++) {
+        double srtt = w->path_srtt[w->sub[e]];
+        if (w->pend[e] && !w->retx[e] && w->later[e] >= 0 && srtt >= 0 && STALE_AFTER * srtt < now - w->first_sent[e]) {
+            w->later[e] = -1;
+            w->n_recovering++;
+            freed++;
+        }
+    }
+    return freed;
+}
+
 /* Worker._fill */
 void ina_worker_fill(Worker *w, double now) {
     /* first copies in flight, and the retransmitted ones beyond the recovery bound */
     int64_t beside = w->n_recovering < w->recovery ? w->n_recovering : w->recovery;
     int64_t room = w->window - (w->n_pending - beside);
+    if (room <= 0 && w->n_recovering < w->recovery) room += w_presume_stale(w, now);
     int64_t stop = w->base + w->reach < w->n ? w->base + w->reach : w->n;
     if (room <= 0 || w->next >= stop) return;
     double t = rto_value(&w->rto);

@@ -42,7 +42,8 @@ def test_worker_window_labels_and_sliding() -> None:
     nxt = [parse_frame(f, K).header for f in wk.on_frame(_result(5, 1, np.full(K, 7)), 0.001)]
     assert [(h.fragment_id, h.flags) for h in nxt] == [(0, Flags.RETRY), (3, Flags(0)), (4, Flags(0))]
     assert nxt[0].node_id == 2 and nxt[0].fan_in == 4 and nxt[0].bitmap == 0b10     # a retry, to its node
-    assert wk.on_frame(_result(5, 0, np.full(K, 3)), 0.002) == []          # 2, 3, 4 fill the window
+    # 2, 3, 4 fill the window (2 has waited less than 1.5 path srtts: not stale)
+    assert wk.on_frame(_result(5, 0, np.full(K, 3)), 0.0012) == []
     nxt = [parse_frame(f, K).header.fragment_id for f in wk.on_frame(_result(5, 2, np.full(K, 5)), 0.003)]
     assert nxt == [5]
     assert np.array_equal(wk.result_fixed()[:2 * K], np.r_[np.full(K, 3), np.full(K, 7)])
@@ -494,10 +495,13 @@ def test_worker_a_later_result_from_the_ps_presumes_a_fragment_lost_without_rese
     assert not [h for h in out if h.flags == Flags.RETRY] and wk.stats.fast_resent == 0
     assert [h.fragment_id for h in out] == [3, 4]            # 1's slot and 0's: presumed lost
     assert wk._pending[0] == pytest.approx(0.006)          # RTO: 2 ms srtt + 4 x 1 ms rttvar
-    assert [parse_frame(f, K).header.flags for f in wk.on_timer(0.006)] == [Flags.RETRY]
-    assert wk._recovering == 1                               # counted once, when presumed lost
+    # 0 resent, counted once (when presumed lost); the full window then presumes 2 and 3 stale
+    # (6 and 4 ms unanswered, over 1.5 path srtts), and 5, the last, takes a slot
+    out = [parse_frame(f, K).header for f in wk.on_timer(0.006)]
+    assert [(h.fragment_id, h.flags) for h in out] == [(0, Flags.RETRY), (5, Flags(0))]
+    assert wk._recovering == 3 and wk._later_results[2] == wk._later_results[3] == -1
     wk.on_frame(_result(5, 0, np.zeros(K)), 0.007)
-    assert wk._recovering == 0
+    assert wk._recovering == 2
 
 
 def test_worker_a_presumed_lost_fragment_answered_in_time_is_never_resent() -> None:
@@ -715,6 +719,26 @@ def test_worker_presumes_a_fragment_lost_once_it_waited_its_paths_srtt() -> None
     assert wk._later_results[0] == wk._later_results[2] == -1 and wk._recovering == 2
     assert len(out) == 3                                                 # B1's slot, A0's and A1's
     assert wk.stats.resent == 0 and wk._pending[0] == pytest.approx(0.008)        # RACK: 2 srtt
+
+
+@pytest.mark.parametrize("recovery,freed", [(None, [2, 3]), (1, [2])])
+def test_worker_presumes_stale_first_copies_lost_when_its_window_is_full(recovery: int | None,
+                                                                        freed: list[int]) -> None:
+    """With the window full, first copies unanswered for 1.5 times their path's srtt (waiting
+    for a peer's recovery, no longer on the wire) are presumed lost, oldest first and within the
+    recovery bound: their slots go to new fragments, their timers stay (no evidence, no resend)."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=2, recovery=recovery,
+                rto=RtoEstimator(initial=0.05, minimum=0.02, maximum=0.1))
+    wk.push(np.zeros(K * 10))
+    assert _new(wk.start(0.0)) == [0, 1]
+    assert _new(wk.on_frame(_result(5, 1, np.zeros(K)), 0.004)) == [2, 3]    # 0 fast-retransmitted
+    wk._path_srtt, wk._path_rttvar = [0.004], [0.0]
+    assert _new(wk.on_frame(_result(5, 0, np.zeros(K)), 0.0095)) == []       # 2, 3: 5.5 ms < 6 ms
+    out = wk.on_frame(_result(5, 0, np.zeros(K)), 0.0105)                   # a duplicate: no slot
+    assert _new(out) == [] and wk.stats.duplicate_results == 1
+    wk._fill(0.0105)          # what the next result or timer does first: 6.5 ms > 6 ms
+    assert [i for i in (2, 3) if wk._later_results[i] == -1] == freed and wk.stats.resent == 1
+    assert wk._pending[2] == pytest.approx(0.004 + wk._timeout[2])            # its timer kept
 
 
 def test_ps_takes_a_drained_kept_result_as_a_result_copy() -> None:
