@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 import numpy as np
 
 from .agent import each_frame
-from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix
+from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix, is_query
 
 
 class Agent(Protocol):
@@ -336,6 +336,8 @@ class UdpTransport:
     # ------------------------------------------------------------------ sending
     def send(self, frame: bytes) -> None:
         end = ETH_IP_UDP_LEN + self._payload_len
+        if len(frame) == ETH_IP_UDP_LEN + HEADER_LEN:
+            end = len(frame)                     # the PS's query: the INA header alone
         if len(frame) < end or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
             raise ProtocolError("not an option-less IPv4 frame long enough for INA")
         addr = self._dst.get(frame[30:34])
@@ -429,6 +431,10 @@ class UdpTransport:
     def _frame(self, data: bytes, source: bytes) -> bytes | None:
         """The frame the agents see for a datagram from ``source`` (port ++ IPv4 address)."""
         need = self._payload_len
+        if len(data) == HEADER_LEN and data[0] >> 4 == INA_VERSION and is_query(data[1], int.from_bytes(data[4:6], "big")):
+            # the PS's query, sent without lanes
+            return frame_prefix(socket.inet_ntoa(source[2:]), self.ip, 0, 0, int.from_bytes(source[:2], "big"), 64,
+                                HEADER_LEN) + bytes([data[0] & 0xF0]) + data[1:]
         if len(data) < need or data[0] >> 4 != INA_VERSION:
             return None                  # not INA: ignore
         if len(data) != need or data[0] & 0x0F:

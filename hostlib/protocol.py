@@ -230,15 +230,34 @@ def frame_fields(frame: bytes, lanes: int = DEFAULT_LANES) -> tuple[int, ...]:
     if vb >> 4 != INA_VERSION:
         raise ProtocolError(f"INA version {vb >> 4}, this host speaks {INA_VERSION}")
     have = len(frame) - off - HEADER_LEN
-    if have < 4 * lanes:
+    if have < 4 * lanes and not (have == 0 and is_query(fields[0], fields[2])):
         raise ProtocolError(f"payload has {max(0, have)} bytes, {lanes} lanes need {4 * lanes}")
     fields.append(off + HEADER_LEN)
     return tuple(fields)
 
 
+def is_query(flags: int, node_id: int) -> bool:
+    """Whether a header is the PS's query to a worker (REMINDER, node 0, not a drain): the one
+    INA frame sent without lanes (docs/protocol.md, "Frame format")."""
+    return bool(flags & Flags.REMINDER) and not flags & Flags.PREEMPTED and node_id == 0
+
+
+def build_query(header: InaHeader, *, src_ip: str, dst_ip: str, src_mac: str | int = 0,
+                dst_mac: str | int = 0) -> bytes:
+    """The PS's query (``header`` must be one, :func:`is_query`): the INA header without lanes,
+    a fifth of a 64-lane frame on the PS's link, which recovery under loss keeps busy."""
+    if not is_query(int(header.flags), header.node_id):
+        raise ValueError("only a query (REMINDER, node 0) goes without lanes")
+    payload = header.pack()
+    return frame_prefix(src_ip, dst_ip, src_mac, dst_mac, INA_UDP_PORT, 64, len(payload)) + payload
+
+
 def frame_lanes(frame: bytes, offset: int, lanes: int = DEFAULT_LANES) -> np.ndarray:
     """The lanes of a frame as a read-only big-endian int32 view (no copy); ``offset`` from
-    :func:`frame_fields`. Numpy converts on arithmetic or assignment into native arrays."""
+    :func:`frame_fields`. Numpy converts on arithmetic or assignment into native arrays. A
+    query sent without lanes reads as zeros."""
+    if offset == len(frame):
+        return np.zeros(lanes, dtype=">i4")
     return np.frombuffer(frame, dtype=">i4", count=lanes, offset=offset)
 
 

@@ -52,7 +52,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
-                       InaHeader, ProtocolError, build_frame, frame_fields, frame_lanes, frame_prefix, frame_records,
+                       InaHeader, ProtocolError, build_frame, build_query, frame_fields, frame_lanes, frame_prefix, frame_records,
                        pack_header)
 from .rto import RETRY_MIN, RtoEstimator
 
@@ -637,5 +637,4 @@ class ParameterServer:
         self.stats.queries += 1
         h = InaHeader(key[0], 0, key[2], key[3], worker, 0, 0, 0, 0, Flags.REMINDER, key[1])
         ip, mac = job.workers[worker]
-        return build_frame(h, np.zeros(self.lanes, dtype=np.int32), src_ip=self.ip, dst_ip=ip,
-                           src_mac=self.mac, dst_mac=self.gateway_mac or mac)
+        return build_query(h, src_ip=self.ip, dst_ip=ip, src_mac=self.mac, dst_mac=self.gateway_mac or mac)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hostlib.protocol import (INT32_MAX, Flags, InaHeader, ProtocolError, build_frame, decode_lanes,
+from hostlib.protocol import (INT32_MAX, Flags, InaHeader, ProtocolError, build_frame, build_query, decode_lanes,
                               encode_lanes, parse_frame)
 
 
@@ -52,6 +52,23 @@ def test_frame_round_trip_and_ipv4_checksum() -> None:
     assert total == 0xFFFF
     with pytest.raises(ProtocolError):
         parse_frame(frame[:40])
+
+
+def test_a_query_goes_without_lanes() -> None:
+    """docs/protocol.md, header-only frames: the PS's query (REMINDER, node 0) is the INA header
+    alone (UDP length 32), read as zero lanes; no other frame may lack its lanes."""
+    query = InaHeader(1, 0, 3, 7, 2, 0, 0, 0, 0, Flags.REMINDER, 5)
+    frame = build_query(query, src_ip="10.0.9.1", dst_ip="10.0.0.3")
+    assert len(frame) == 66 and frame[38:40] == (32).to_bytes(2, "big")
+    pkt = parse_frame(frame)
+    assert pkt.header == query and pkt.lanes.shape == (64,) and not pkt.lanes.any()
+    drain = InaHeader(1, 9, 3, 7, 255, 0, 0, 0, 0, Flags.REMINDER | Flags.PREEMPTED, 5)
+    for header in (drain, InaHeader.for_worker(1, 9, 3, 7, 2, 4)):
+        with pytest.raises(ValueError, match="only a query"):
+            build_query(header, src_ip="10.0.9.1", dst_ip="10.0.0.3")
+        short = build_frame(header, np.zeros(0, np.int32), src_ip="10.0.9.1", dst_ip="10.0.0.3")
+        with pytest.raises(ProtocolError, match="payload has 0 bytes"):
+            parse_frame(short)
 
 
 def test_scapy_dissects_ina_frames() -> None:

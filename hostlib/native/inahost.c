@@ -156,6 +156,12 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
     return 0;
 }
 
+/* hostlib.protocol.is_query: the PS's query to a worker (REMINDER, node 0, not a drain), the one
+ * INA frame sent without lanes */
+static inline int is_query(const uint8_t *p) {
+    return (p[1] & F_REMINDER) && !(p[1] & F_PREEMPTED) && be16(p + 4) == 0;
+}
+
 /* ------------------------------------------------------------------ worker */
 typedef struct {
     /* the round (set by the wrapper after Worker.push) */
@@ -996,9 +1002,10 @@ static const uint8_t *io_next(Io *io) {
         io->seg_off = off + io->seg_size;
         if (io->seg_off >= total) { io->pos++; io->seg_off = 0; }
         const uint8_t *d = io->rxbuf + i * io->bufsize + off;
-        if (len < io->need || (d[0] >> 4) != 2) continue;
+        int query = len == HDR && is_query(d);     /* the PS's query: the INA header alone */
+        if ((len < io->need && !query) || (d[0] >> 4) != 2) continue;
         io->rx_packets++;
-        io->rx_bytes += io->frame_len;
+        io->rx_bytes += query ? PREFIX + HDR : io->frame_len;
         io->ho_data = d;
         io->ho_len = len;
         memcpy(io->ho_source, &io->rxnames[i].sin_port, 2);

@@ -128,8 +128,9 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
     }
     state parse_ina {
         pkt.extract(hdr.ina);
-        transition select(hdr.ina.version) {
-            INA_VERSION: parse_lanes;
+        transition select(hdr.ina.version, hdr.udp.length) {
+            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query: no lanes, plain UDP
+            (INA_VERSION, _): parse_lanes;
             default: accept;
         }
     }
@@ -364,8 +365,9 @@ parser InaEgressParser(packet_in pkt, out ina_eg_headers_t hdr, out ina_eg_metad
     }
     state parse_ina {
         pkt.extract(hdr.ina);
-        transition select(hdr.ina.version) {
-            INA_VERSION: parse_lanes;
+        transition select(hdr.ina.version, hdr.udp.length) {
+            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query: no lanes, plain UDP
+            (INA_VERSION, _): parse_lanes;
             default: accept;
         }
     }

@@ -242,6 +242,22 @@ def test_another_version_ignores_pinned_ina_routes(arch: str) -> None:
     assert out.port == PS_PORT
 
 
+def test_a_header_only_frame_is_forwarded_as_plain_udp(arch: str) -> None:
+    """Encapsulation, header-only frames: a switch parses no lanes of an INA frame of UDP length
+    32 (the PS's query) and forwards it as plain UDP — untouched, by its IPv4 route (no
+    `ina_route` pin), never aggregated, even with this switch's node id."""
+    s = Bench(arch, workers=2)
+    s.t.add_route(1, port=30)                           # everything of job 1
+    query = InaHeader(1, 0, 3, 7, 1, 0, 0, 0, 0, Flags.REMINDER, 0)
+    no_lanes = np.zeros(0, np.int32)
+    for header in (query, s.fragment(0, fan_in=2), s.fragment(1, fan_in=2)):
+        out = s.one(header, no_lanes)
+        assert len(s.last_frame) == 14 + 20 + 32 and out.frame[16:18] == (52).to_bytes(2, "big")
+        assert out.port == PS_PORT and out.frame[12:] == hop(s.last_frame)
+    got = parse_frame(s.one(query, no_lanes).frame, s.lanes)
+    assert got.header == query and not got.lanes.any()          # hosts read a query's lanes as zeros
+
+
 @pytest.mark.parametrize("ttl,forwarded", [(0, False), (1, False), (2, True)])
 def test_ttl_at_most_one_drops(arch: str, ttl: int, forwarded: bool) -> None:
     """Switch behaviour, forwarding: a unicast packet's TTL is decremented, and TTL <= 1 drops

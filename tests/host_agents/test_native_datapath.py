@@ -440,6 +440,42 @@ def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int) -> None:
     assert ps[1].get("plain", 0) == rounds * frags * n_workers
 
 
+def test_the_native_loop_answers_a_header_only_query() -> None:
+    """The PS's query comes without lanes (docs/protocol.md): the C receive loop hands it to the
+    Python core, which answers with the worker's RESEND of that fragment, over real UDP."""
+    import socket
+    import threading
+    net = _net()
+    ps_ip, ip = f"{net}.1", f"{net}.2"
+    ps_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        ps_sock.bind((ps_ip, P.INA_UDP_PORT))
+        tr = UdpTransport(ip, lanes=16)
+    except OSError as e:
+        ps_sock.close()
+        pytest.skip(f"cannot bind loopback UDP: {e}")
+    ps_sock.settimeout(5.0)
+    wk = Worker(4, 1, ps_ip, ip, [FragmentLabel(0, 2)], lanes=16, window=2,
+                rto=RtoEstimator(initial=5.0, minimum=5.0, maximum=5.0))
+    wk.push(np.arange(64, dtype=float))
+    assert native_udp(wk, tr)
+    t = threading.Thread(target=run_udp, args=(wk, tr, 3.0))
+    t.start()
+    try:
+        firsts = [ps_sock.recvfrom(4096)[0] for _ in range(2)]          # the window's first copies
+        assert [P.InaHeader.unpack(f[:24]).fragment_id for f in firsts] == [0, 1]
+        query = P.InaHeader(4, 0, 0, 1, 1, 0, 0, 0, 0, P.Flags.REMINDER, 0)
+        ps_sock.sendto(query.pack(), (ip, P.INA_UDP_PORT))                # 24 bytes: no lanes
+        answer = ps_sock.recvfrom(4096)[0]
+        h = P.InaHeader.unpack(answer[:24])
+        assert (h.fragment_id, h.flags, h.node_id, h.bitmap) == (1, P.Flags.RESEND, 0, 0b10)
+        assert answer[24:] == firsts[1][24:] and wk.stats.queries_answered == 1
+    finally:
+        t.join(10)
+        tr.close()
+        ps_sock.close()
+
+
 def test_counting_transport_keeps_its_counts_under_the_native_loop() -> None:
     """A subclass that counts frames in ``counts`` (emulation.agents.CountingTransport) runs
     the C loop, which keeps the counts."""
