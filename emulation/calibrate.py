@@ -15,9 +15,11 @@ Two tools here, both pure (``emulation.run`` and ``emulation.train`` run the pro
   fastest at which that link, not the CPU, is the bottleneck; the smallest over the schemes (and
   jobs) is chosen, so every scheme is compared on the same, link-bound, fabric.
 * A lossy round costs the machine more than a lossless one (resends, the PS's recovery, every
-  frame of it through the switch processes): :func:`loss_cpu_factor` — a second probe at the
-  run's highest loss, whose CPU time (:func:`cpu_busy_seconds`, busy time over all cores, not
-  its wall time, which the recovery timers stretch) over the lossless probe's scales ``T_cpu``.
+  frame of it through the switch processes): :func:`loss_cpu_factor` — a probe of each scheme at
+  the run's highest loss, whose CPU time (:func:`cpu_busy_seconds`, busy time over all cores, not
+  its wall time, which the recovery timers stretch) over that scheme's lossless CPU time scales
+  its ``T_cpu``. Per scheme: their recoveries differ (ATP's runs through the PS, GOAT's through
+  the switches), and one factor for all left ATP's 5 % rounds CPU-bound (61 % busy).
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ class Choice:
 
     def explain(self, probe: str) -> str:
         lossy = (f" at {self.loss:g} loss ({self.cpu_factor:.2f}× the lossless round's CPU time, measured "
-                 f"by a second probe at that loss)" if self.loss else "")
+                 f"by a probe at that loss)" if self.loss else "")
         return (f"--link-mbps auto: {self.link_mbps:g} Mb/s. {probe}: this machine moved "
                 f"{self.machine_bytes_per_s * 8 / 1e6:.0f} Mb/s over all links together, so "
                 f"{self.deciding}'s round needs {self.cpu_seconds:.2f} s of CPU{lossy}; at {self.link_mbps:g} Mb/s its "
@@ -70,29 +72,35 @@ def nice_floor(x: float) -> float:
 
 def choose_link_mbps(probe_seconds: float, probe_total_bytes: float, ref_mbps: float,
                      traffic: Mapping[str, Traffic], headroom: float = HEADROOM, *, loss: float = 0.0,
-                     cpu_factor: float = 1.0) -> Choice:
+                     cpu_factor: float | Mapping[str, float] = 1.0) -> Choice:
     """The fastest link rate (Mb/s, two significant digits, rounded down) at which every round
     of ``traffic`` (name → its twin counts at ``ref_mbps``) keeps its busiest link busy for
     ``headroom`` × the CPU time the probe implies (``probe_total_bytes`` over all links took
     ``probe_seconds`` on this machine), times ``cpu_factor`` for rounds at ``loss``
-    (:func:`loss_cpu_factor`)."""
-    if not cpu_factor >= 1.0:
-        raise ValueError(f"cpu_factor {cpu_factor}: at least 1")
+    (:func:`loss_cpu_factor`: one for all, or name → its own, every name of ``traffic``)."""
+    factors = cpu_factor if isinstance(cpu_factor, Mapping) else dict.fromkeys(traffic, cpu_factor)
+    for name, f in factors.items():
+        if not f >= 1.0:
+            raise ValueError(f"cpu_factor {f} of {name}: at least 1")
     if not probe_seconds > 0 or not probe_total_bytes > 0:
         raise ValueError("the probe moved nothing: cannot calibrate")
     if not traffic:
         raise ValueError("nothing to calibrate for")
+    missing = [name for name in traffic if name not in factors]
+    if missing:
+        raise ValueError(f"no cpu_factor for {', '.join(missing)}")
     machine = probe_total_bytes / probe_seconds
     best: tuple[float, str, float] | None = None
     for name, t in traffic.items():
-        cpu = t.total_bytes / machine * cpu_factor
+        cpu = t.total_bytes / machine * factors[name]
         # the ideal grows as the rate drops: seconds(r) = t.seconds × ref / r >= headroom × cpu
         rate = ref_mbps * t.seconds / (headroom * cpu)
         if best is None or rate < best[0]:
             best = (rate, name, cpu)
     rate, name, cpu = best               # type: ignore[misc]
     chosen = nice_floor(rate)
-    return Choice(chosen, name, machine, cpu, traffic[name].seconds * ref_mbps / chosen, headroom, loss, cpu_factor)
+    return Choice(chosen, name, machine, cpu, traffic[name].seconds * ref_mbps / chosen, headroom, loss,
+                  factors[name])
 
 
 def busy_seconds(proc_stat: str, ticks_per_s: float) -> float:

@@ -822,43 +822,57 @@ def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], p
                         log: Callable[[str], None] = print) -> Choice:
     """``--link-mbps auto``: one lossless probe round of every job at once, on links too fast to
     matter (PROBE_MBPS), with the scheme whose traffic leans on the CPU most (most bytes over all
-    links per byte on its busiest one); with ``loss``, a second probe at that loss, whose CPU time
-    over the first's scales the CPU a round needs (emulation.calibrate.loss_cpu_factor); then
+    links per byte on its busiest one); with ``loss``, a probe of every scheme at that loss, whose
+    CPU time over the scheme's lossless one (the first probe's, scaled by the bytes) scales the CPU
+    its rounds need (emulation.calibrate.loss_cpu_factor); then
     emulation.calibrate.choose_link_mbps over every scheme's twin counts (``prepared``)."""
     ref = prepared[next(iter(prepared))].bw_scale
     ref_mbps = bw_scale_for(topo, 1.0) / ref
+    scheme_of = {f"{name} job {j}" if len(b) > 1 else name: name
+                 for name, p in prepared.items() for b in [p.bounds] for j in sorted(b)}
     traffic = {f"{name} job {j}" if len(b) > 1 else name: Traffic(x.seconds, x.total_bytes)
                for name, p in prepared.items() for b in [p.bounds] for j, x in sorted(b.items())}
     probe = min(prepared, key=lambda n: min(b.seconds / b.total_bytes for b in prepared[n].bounds.values()))
     probe_specs = [JobSpec(sp.mb, 1) for sp in specs]            # one round, all jobs side by side
     bw_probe = bw_scale_for(topo, PROBE_MBPS)
+    runs = dict(window=window, seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch)
+
+    def prepare(name: str) -> PreparedScheme:
+        return prepare_scheme(topo, jobs, probe_specs, name, bw_scale=bw_probe, window=window, seed=seed, pool=pool,
+                              switch=switch, log=lambda _: None)
+
+    def probe_total(pp: PreparedScheme) -> float:
+        # jobs side by side share one group total; jobs counted alone add up
+        totals = {round(b.total_bytes) for b in pp.bounds.values()}
+        return pp.bounds[next(iter(pp.bounds))].total_bytes if len(totals) == 1 else sum(
+            b.total_bytes for b in pp.bounds.values())
+
     log(f"[auto] probe: {probe}, one round of every job at {PROBE_MBPS:g} Mb/s (lossless), to time this machine")
-    pp = prepare_scheme(topo, jobs, probe_specs, probe, bw_scale=bw_probe, window=window, seed=seed, pool=pool,
-                        switch=switch, log=lambda _: None)
+    pp = prepare(probe)
     t = time.time()
-    run = run_scheme(topo, jobs, probe_specs, probe, loss=0.0, workdir=workdir, bw_scale=bw_probe, window=window,
-                     seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch, log=lambda _: None, prepared=pp)
+    run = run_scheme(topo, jobs, probe_specs, probe, loss=0.0, workdir=workdir, bw_scale=bw_probe, log=lambda _: None,
+                     prepared=pp, **runs)  # type: ignore[arg-type]
     if not all(r.exact for r in run.jobs):
         raise RuntimeError(f"--link-mbps auto: the probe round of {probe} was not exact")
     seconds = max(r.completion for r in run.jobs)
-    # jobs side by side share one group total; jobs counted alone add up
-    totals = {round(b.total_bytes) for b in pp.bounds.values()}
-    total = pp.bounds[next(iter(pp.bounds))].total_bytes if len(totals) == 1 else sum(
-        b.total_bytes for b in pp.bounds.values())
+    total = probe_total(pp)
     log(f"[auto] probe round {seconds:.2f} s ({time.time() - t:.0f} s with the network's set-up), "
         f"{total / 1e6:.1f} MB over all links, {run.jobs[0].cpu_seconds:.2f} s of CPU")
-    factor = 1.0
+    factors = dict.fromkeys(traffic, 1.0)
     if loss > 0:
-        log(f"[auto] second probe: the same round at {loss:g} loss, for the CPU time recovery adds")
-        lossy = run_scheme(topo, jobs, probe_specs, probe, loss=loss, workdir=workdir, bw_scale=bw_probe,
-                           window=window, seed=seed, timeout=timeout, rto=rto, pool=pool, switch=switch,
-                           log=lambda _: None, prepared=pp)
-        if not all(r.exact for r in lossy.jobs):
-            raise RuntimeError(f"--link-mbps auto: the probe round of {probe} at {loss:g} loss was not exact")
-        factor = loss_cpu_factor(run.jobs[0].cpu_seconds, lossy.jobs[0].cpu_seconds)
-        log(f"[auto] probe round at {loss:g} loss: {max(r.completion for r in lossy.jobs):.2f} s, "
-            f"{lossy.jobs[0].cpu_seconds:.2f} s of CPU ({factor:.2f}× the lossless round's)")
-    return choose_link_mbps(seconds, total, ref_mbps, traffic, loss=loss, cpu_factor=factor)
+        for name in prepared:
+            log(f"[auto] probe: {name}'s round at {loss:g} loss, for the CPU time its recovery adds")
+            pp_lossy = pp if name == probe else prepare(name)
+            lossy = run_scheme(topo, jobs, probe_specs, name, loss=loss, workdir=workdir, bw_scale=bw_probe,
+                               log=lambda _: None, prepared=pp_lossy, **runs)  # type: ignore[arg-type]
+            if not all(r.exact for r in lossy.jobs):
+                raise RuntimeError(f"--link-mbps auto: the probe round of {name} at {loss:g} loss was not exact")
+            lossless_cpu = run.jobs[0].cpu_seconds * probe_total(pp_lossy) / total
+            factor = loss_cpu_factor(lossless_cpu, lossy.jobs[0].cpu_seconds)
+            log(f"[auto] {name} at {loss:g} loss: {max(r.completion for r in lossy.jobs):.2f} s, "
+                f"{lossy.jobs[0].cpu_seconds:.2f} s of CPU ({factor:.2f}× its lossless round's)")
+            factors.update({key: factor for key, s in scheme_of.items() if s == name})
+    return choose_link_mbps(seconds, total, ref_mbps, traffic, loss=loss, cpu_factor=factors)
 
 
 RTO_MIN, RTO_MAX = 0.2, 0.5      # the hosts' RTO floor and ceiling on LINK_MBPS links (--rto-min/--rto-max)
@@ -1006,7 +1020,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--link-mbps", default=str(LINK_MBPS), metavar="MBPS|auto",
                     help=f"rate of the fastest link (Mb/s, default {LINK_MBPS:g}); others scale with it. auto: a "
                          f"probe round on {PROBE_MBPS:g} Mb/s links times this machine, and the rate is chosen so "
-                         "that every scheme's busiest link needs 1.6x the CPU time of its round (time dilation: "
+                         "that every scheme's busiest link needs 1.6x the CPU time of its round (with --loss: "
+                         "each scheme's round at the highest loss, probed too; time dilation: "
                          "slower links, the same comparison, the links the bottleneck); it is printed with the "
                          "reason. Every run reports whether its busiest link was at least 80%% busy (pace: links) "
                          "or not (pace: CPU, the times measure this machine)")

@@ -116,6 +116,21 @@ def test_a_lossy_round_scales_the_cpu_time_and_so_slows_the_rate() -> None:
         choose_link_mbps(4.0, 100e6, 20.0, traffic, cpu_factor=0.5)
 
 
+def test_each_scheme_scales_its_own_cpu_time_at_loss() -> None:
+    """Recoveries differ by scheme (ATP's through the PS): each name has its own lossy CPU factor,
+    and the slowest rate any of them needs is chosen."""
+    traffic = {"goat": Traffic(2.5, 90e6), "atp": Traffic(5.0, 90e6)}
+    one = choose_link_mbps(4.0, 100e6, 20.0, traffic, loss=0.05, cpu_factor=1.5)
+    assert one.deciding == "goat"                       # its busiest link needs half of ATP's
+    each = choose_link_mbps(4.0, 100e6, 20.0, traffic, loss=0.05, cpu_factor={"goat": 1.5, "atp": 4.0})
+    assert each.deciding == "atp" and each.cpu_factor == 4.0
+    assert each.link_mbps == nice_floor(20.0 * 5.0 / (1.6 * 4.0 * 90e6 / 25e6)) < one.link_mbps
+    with pytest.raises(ValueError, match="no cpu_factor for atp"):
+        choose_link_mbps(4.0, 100e6, 20.0, traffic, cpu_factor={"goat": 1.5})
+    with pytest.raises(ValueError, match="of atp: at least 1"):
+        choose_link_mbps(4.0, 100e6, 20.0, traffic, cpu_factor={"goat": 1.5, "atp": 0.9})
+
+
 def test_each_row_gets_its_round_over_the_lossless_one() -> None:
     rows = [{"scheme": "goat", "job": 1, "loss": 0.0, "mean_round_s": 0.8},
             {"scheme": "goat", "job": 1, "loss": 0.01, "mean_round_s": 1.0},
