@@ -153,7 +153,7 @@ class JobState(ctypes.Structure):
 
 class PsState(ctypes.Structure):
     _fields_ = ([(n, _i64) for n in ("lanes", "frame_len", "njobs", "ntables", "tables_cap", "seq")]
-                + [("jobs", _ptr), ("tables", _ptr), ("open", ctypes.c_uint64 * 8), ("rto", Rto),
+                + [("jobs", _ptr), ("tables", _ptr), ("open", ctypes.c_uint64 * 9), ("rto", Rto),
                    ("counts", _i64 * len(KINDS))]
                 + [(n, _i64) for n in ("completed", "results_sent", "results_relayed", "out_n", "out_cap")]
                 + [("out", ctypes.POINTER(ctypes.c_void_p)), ("scratch", _ptr)])
@@ -559,7 +559,7 @@ class NativePs:
         self.native_frames = self.python_frames = 0     # sans-IO calls: frames C took, handed on
         _rto_to_c(ps.timeout, self.st.rto)
         self._meta = np.zeros(3, dtype=np.int64)
-        self._times = np.zeros(3)
+        self._times = np.zeros(4)
         self._acc = np.zeros(ps.lanes, dtype=np.int64)
         self.out = ctypes.cast(self.st.out, ctypes.POINTER(ctypes.c_void_p))
 
@@ -604,6 +604,7 @@ class NativePs:
                    net_bitmap=int(meta[1]), overflow=bool(meta[2]), seq=int(meta[0]))
         if state == 2:              # complete: the saturated sum, as _maybe_complete keeps it
             e.result = np.clip(acc, -(1 << 31), (1 << 31) - 1).astype(np.int32)
+            e.completed_at = float(times[3])
             e.relay_state = -1 if self._jobs[key[0]].relay_node else -2
         self.ps._entries[key] = e
         if state == 1:
@@ -627,7 +628,7 @@ class NativePs:
         if not n:
             return
         keys, meta = np.zeros((n, 5), dtype=np.int64), np.zeros((n, 3), dtype=np.int64)
-        times, acc = np.zeros((n, 3)), np.zeros((n, self.lanes), dtype=np.int64)
+        times, acc = np.zeros((n, 4)), np.zeros((n, self.lanes), dtype=np.int64)
         got = self.lib.ina_ps_collect(self.handle, int(only_due), now, n, keys.ctypes.data, meta.ctypes.data,
                                       times.ctypes.data, acc.ctypes.data)
         # in creation order, so the ParameterServer's dicts keep it; rows are views of one array
@@ -642,7 +643,7 @@ class NativePs:
             key = (k[0], k[1], k[2], k[3])
             entries[key] = e
             if k[4] == 2:
-                e.result = r
+                e.result, e.completed_at = r, t[3]
                 e.relay_state = -1 if self._jobs[key[0]].relay_node else -2
             else:
                 open_[key] = e

@@ -380,7 +380,7 @@ enum { E_OPEN = 1, E_DONE = 2, E_PY = 3 };
 typedef struct Entry {
     uint64_t key;                   /* sub << 32 | fragment */
     int64_t seq;                    /* creation order across C and Python entries */
-    double created, deadline, timeout;
+    double created, deadline, timeout, completed;    /* completed: when its result went out, -1 before */
     uint32_t bitmap;
     uint8_t state, overflow;
     struct Entry *prev, *nxt;       /* the open list, in creation order */
@@ -556,6 +556,7 @@ static Entry *new_entry(Ps *ps, Table *t, uint64_t key, uint8_t state, double no
     e->created = now;
     e->timeout = rto_value(&ps->rto);
     e->deadline = now + e->timeout;
+    e->completed = -1.0;
     if (insert(t, e)) { t->used--; return NULL; }
     if (state == E_OPEN) {
         e->prev = ps->open.prev; e->nxt = &ps->open;
@@ -581,7 +582,7 @@ void ina_ps_set_newest(Ps *ps, int64_t job, int64_t newest) {
 
 /* Take an entry over into Python: its data, and from now on every frame of its key is handed
  * off. Returns its state before (0: none). meta: seq, bitmap, overflow; times: created,
- * deadline, timeout; acc: K lanes. */
+ * deadline, timeout, completed; acc: K lanes. */
 int64_t ina_ps_take(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t frag, int64_t *meta, double *times,
                     int64_t *acc) {
     Table *t = find_table(ps, job, round, 0);
@@ -590,7 +591,7 @@ int64_t ina_ps_take(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t fra
     if (!e) return 0;
     int64_t state = e->state;
     meta[0] = e->seq; meta[1] = e->bitmap; meta[2] = e->overflow;
-    times[0] = e->created; times[1] = e->deadline; times[2] = e->timeout;
+    times[0] = e->created; times[1] = e->deadline; times[2] = e->timeout; times[3] = e->completed;
     memcpy(acc, e->acc, ps->lanes * sizeof(int64_t));
     if (state == E_OPEN) { e->prev->nxt = e->nxt; e->nxt->prev = e->prev; }
     e->state = E_PY;
@@ -610,7 +611,7 @@ int64_t ina_ps_mark_py(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t 
 
 /* Every live entry (``only_due``: only the open ones due at ``now``) for Python, up to cap,
  * each taken over (state PY). keys: job, round, sub, frag, state per entry (5 each); meta and
- * times as ina_ps_take (3 each); acc: K each. Returns how many. */
+ * times as ina_ps_take (3 and 4 each); acc: K each. Returns how many. */
 int64_t ina_ps_collect(Ps *ps, int64_t only_due, double now, int64_t cap, int64_t *keys, int64_t *meta, double *times,
                        int64_t *acc) {
     int64_t n = 0;
@@ -623,7 +624,7 @@ int64_t ina_ps_collect(Ps *ps, int64_t only_due, double now, int64_t cap, int64_
             int64_t *k = keys + 5 * n;
             k[0] = t->job; k[1] = t->round; k[2] = (int64_t)(e->key >> 32); k[3] = (int64_t)(e->key & 0xffffffffu);
             k[4] = e->state;
-            ina_ps_take(ps, t->job, t->round, k[2], k[3], meta + 3 * n, times + 3 * n, acc + ps->lanes * n);
+            ina_ps_take(ps, t->job, t->round, k[2], k[3], meta + 3 * n, times + 4 * n, acc + ps->lanes * n);
             n++;
         }
     }
@@ -654,6 +655,7 @@ double ina_ps_next_deadline(const Ps *ps) {
 static void ps_complete(Ps *ps, Job *j, Table *t, Entry *e, double now) {
     /* _maybe_complete without stand-ins: saturate, RESULT to every worker, in the job's order */
     e->state = E_DONE;
+    e->completed = now;
     e->prev->nxt = e->nxt; e->nxt->prev = e->prev;
     ps->completed++;
     rto_sample(&ps->rto, now - e->created);

@@ -412,6 +412,23 @@ def test_ps_timeouts_remind_then_query_missing_workers() -> None:
     assert ps.next_deadline() is None
 
 
+def test_ps_does_not_answer_a_resend_that_crossed_the_result() -> None:
+    """The quickest query answer bounds the round trip to the workers from below: a RESEND that
+    arrives sooner after the result went out was sent before that result could have arrived (it
+    crossed it), and is not answered; one arriving later is (its result was lost)."""
+    ps = _ps()
+    ps.on_frame(_contrib(0b0111, Flags.PREEMPTED), 0.0)
+    queries = [parse_frame(f, K).header.worker_id for f in ps.on_timer(0.01)
+               if parse_frame(f, K).header.node_id == 0]
+    assert queries == [3] and ps.query_rtt.srtt is None
+    assert set(_results(ps.on_frame(_contrib(0b1000, Flags.RESEND), 0.014))) == set(WIP.values())
+    assert ps.query_rtt.srtt == pytest.approx(0.004)        # the query's answer: 4 ms
+    assert ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.017) == []     # 3 ms after: crossed
+    assert ps.stats.received["crossed"] == 1 and ps.stats.results_resent == 0
+    assert set(_results(ps.on_frame(_contrib(0b0010, Flags.RESEND), 0.019))) == {WIP[1]}    # 5 ms: lost
+    assert ps.stats.results_resent == 1
+
+
 def test_ps_reminds_only_nodes_that_can_hold_what_it_lacks() -> None:
     """`node_workers`: node 1 aggregates w0 and w1, node 2 w2 and w3 (ATP's ToRs). A recovery
     lacking only w3 reminds node 2 alone; one lacking w0 and w3 both; the clean-up after resend
