@@ -45,7 +45,7 @@ LINK_MBPS ?= auto
 # `python -m emulation.run --help`.
 run-fattree: setup
 	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
-	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --link-mbps $(LINK_MBPS) \
+	    --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --link-mbps $(LINK_MBPS) \
 	    --out results/fattree
 
 # The papers' headline comparisons in the emulation (root, Mininet): ESA vs ATP vs SwitchML with 2-4

@@ -27,6 +27,7 @@ from controller.schemes import run_scheme  # noqa: E402
 from emulation.inprocess import run_rounds  # noqa: E402
 from emulation.run import fattree_setup  # noqa: E402
 from hostlib.rto import RtoEstimator  # noqa: E402
+from hostlib.worker import DEFAULT_WINDOW  # noqa: E402
 
 
 def measure(scheme: str, mb: float, loss: float, *, rounds: int, seed: int, link_mbps: float, workers: int,
@@ -54,8 +55,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2, help="runs per setting, seeds 1..N (default 2)")
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--link-mbps", type=float, default=20.0, help="every link's rate (default 20, the emulation's)")
-    ap.add_argument("--window", type=int, default=8,
-                    help="first copies awaiting a result (default 8, the emulation's; 16 does better at 5 %%)")
+    ap.add_argument("--window", type=int, default=DEFAULT_WINDOW,
+                    help=f"first copies awaiting a result (default {DEFAULT_WINDOW}, the emulation's)")
     ap.add_argument("--rto-max", type=float, default=2.0,
                     help="RTO cap, s (default 2.0; the emulation's is 0.5 on 20 Mb/s links)")
     ap.add_argument("--rto-min", type=float, default=0.2, help="RTO floor, s (default 0.2, the emulation's)")

@@ -22,7 +22,7 @@ from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
 from hostlib.ps import ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import NODE_TRIES_KEPT, Worker
+from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES_KEPT, Worker
 from p4sim import Program, Switch, load_program
 from p4sim.fabric import Fabric
 
@@ -123,7 +123,7 @@ class InProcessResult:
 
 
 def run_rounds(topo: Topology, dep: Deployment, *, rounds: int = 1, loss: float = 0.0, seed: int = 0,
-               lanes: int = 64, window: int = 8, hop_latency: float = 10e-6, until: float = 60.0,
+               lanes: int = 64, window: int = DEFAULT_WINDOW, hop_latency: float = 10e-6, until: float = 60.0,
                rto: RtoEstimator | None = None, max_events: int = 5_000_000,
                link_mbps: float | None = None) -> InProcessResult:
     """Run ``rounds`` rounds of ``dep``'s job with every switch port dropping ``loss`` of the
@@ -139,7 +139,7 @@ def job_seeds(seed: int, position: int, workers: int) -> list[int]:
 
 
 def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int], loss: float = 0.0,
-             seed: int = 0, lanes: int = 64, window: int = 8, hop_latency: float = 10e-6, until: float = 60.0,
+             seed: int = 0, lanes: int = 64, window: int = DEFAULT_WINDOW, hop_latency: float = 10e-6, until: float = 60.0,
              rto: RtoEstimator | None = None, max_events: int = 5_000_000,
              starts: Mapping[int, float] | None = None,
              priorities: Mapping[int, Sequence[Sequence[int]]] | None = None,

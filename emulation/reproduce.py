@@ -29,6 +29,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
+from hostlib.worker import DEFAULT_WINDOW
+
 from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, machine
 from .experiment import JobSpec, build_topology, bw_scale_for, place_jobs
 from .net import mininet_unavailable_reason
@@ -57,7 +59,7 @@ class Setting:
     k: int = 4                         # fat-tree arity / leaf-spine size
     programmable: float = 0.2          # share of the switches that are programmable
     ps_per_job: int = 1                # for the schemes that split a model over PSes (InArt)
-    window: int = 8
+    window: int = DEFAULT_WINDOW
     link_mbps: float | None = None     # a fixed link rate instead of the probe's (under --link-mbps auto)
 
     def specs(self) -> list[JobSpec]:

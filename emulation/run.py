@@ -46,7 +46,7 @@ from controller.schemes import available
 from controller.schemes import run_scheme as plan_with
 from controller.topologies import fat_tree
 from hostlib.protocol import HEADER_LEN, MAX_WORKERS
-from hostlib.worker import NODE_TRIES, NODE_TRIES_KEPT
+from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES, NODE_TRIES_KEPT
 
 from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
@@ -204,7 +204,7 @@ def round_fan_ins(dep: Deployment, worker: str, joined: list[list[int]]) -> list
     return out
 
 
-def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mapping[int, int], window: int = 8,
+def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mapping[int, int], window: int = DEFAULT_WINDOW,
              seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
              participants: Mapping[int, list[list[int]]] | None = None,
@@ -296,7 +296,7 @@ def _rounds_done(progress_file: Path) -> int:
         return 0
 
 
-def run_allreduce(net: EmuNet, dep: Deployment, workdir: Path, *, window: int = 8, seed: int = 1,
+def run_allreduce(net: EmuNet, dep: Deployment, workdir: Path, *, window: int = DEFAULT_WINDOW, seed: int = 1,
                   timeout: float = 300.0, rto: dict[str, float] | None = None, rounds: int = 1) -> RoundResult:
     """``rounds`` all-reduce rounds of one deployment's job (see :func:`run_jobs`)."""
     fd = FabricDeployment(dep.scheme, [dep], dep.ops, {})
@@ -523,7 +523,7 @@ class LinkBound:
 
 
 def link_bounds(topo: Topology, fd: FabricDeployment, specs: list[JobSpec], *, bw_scale: float,
-                lanes: int = LANES, window: int = 8,
+                lanes: int = LANES, window: int = DEFAULT_WINDOW,
                 participants: Mapping[int, list[list[int]]] | None = None) -> dict[int, LinkBound]:
     """Per job id, the least time a round can take at link rate: every link the job uses has to
     carry what the deployment puts on it in a lossless round — first copies to their aggregation
@@ -1025,13 +1025,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "slower links, the same comparison, the links the bottleneck); it is printed with the "
                          "reason. Every run reports whether its busiest link was at least 80%% busy (pace: links) "
                          "or not (pace: CPU, the times measure this machine)")
-    ap.add_argument("--window", type=int, default=8,
-                    help="first copies awaiting a result per worker (default 8, as make run-fattree and "
-                         "benchmarks/bench_loss.py); retransmitted fragments run beside the window, up to as many "
-                         "again. Here, at the rates --link-mbps auto picks (2.9-3.4 Mb/s), GOAT / ATP rounds at 1%% "
-                         "loss were 1.16 / 1.21x the lossless ones with 8 and 1.31 / 1.38x with 16; in the in-process "
-                         "twin (bench_loss.py, 20 Mb/s) 16 does better at 5%% (GOAT / ATP 4.2 / 3.1x vs 15 / 11x) and "
-                         "as well at 1%%: the RTO floor (0.2 s) does not stretch with slow links")
+    ap.add_argument("--window", type=int, default=DEFAULT_WINDOW,
+                    help=f"first copies awaiting a result per worker (default {DEFAULT_WINDOW}, as make run-fattree "
+                         "and benchmarks/bench_loss.py); retransmitted fragments, and first copies unanswered for 1.5 "
+                         "path RTTs, run beside the window, up to as many again. In the in-process twin "
+                         "(bench_loss.py, 1.3 Mb/s) 10 did better than 8 at 5%% loss (GOAT / ATP 1.77 / 1.92x vs "
+                         "1.97 / 2.15x the lossless round) and as well at 1%%; lossless rounds keep their links busy "
+                         "with either")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
     ap.add_argument("--rto-min", type=float, default=RTO_MIN,
                     help="floor of the hosts' retransmission timeout (s, default 0.2, Linux TCP's): most "

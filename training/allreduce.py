@@ -45,7 +45,7 @@ from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import FragmentLabel, Worker
+from hostlib.worker import DEFAULT_WINDOW, FragmentLabel, Worker
 
 EXP_MIN = -64                 # magnitudes below 2^EXP_MIN share the lowest bin (s is then ~90 bits)
 HIST_LANES = 128              # bins for exponents EXP_MIN .. EXP_MIN + 126, and one "unscalable" lane
@@ -203,7 +203,7 @@ class InaAllReduce:
 
     IDLE_POLL = 0.002           # s: how soon a call takes the socket back from the idle server
 
-    def __init__(self, job: InaJob, worker_id: int, *, window: int = 8, timeout: float = 60.0,
+    def __init__(self, job: InaJob, worker_id: int, *, window: int = DEFAULT_WINDOW, timeout: float = 60.0,
                  transport: UdpTransport | None = None) -> None:
         if not 0 <= worker_id < job.n_workers:
             raise ValueError(f"worker id {worker_id} not in 0..{job.n_workers - 1}")

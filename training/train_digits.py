@@ -42,6 +42,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from hostlib.worker import DEFAULT_WINDOW
+
 from .allreduce import InaAllReduce, InaJob, sum_error_bound
 from .ddp_hook import InaHookState, register_ina_hook
 
@@ -257,7 +259,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--hidden", type=int, default=None,
                     help="hidden units of the last layers (default 64; wide: 1024)")
     ap.add_argument("--seed", type=int, default=0, help="weights, shards and batches (default 0)")
-    ap.add_argument("--window", type=int, default=8, help="INA fragments awaiting a result per worker")
+    ap.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="INA fragments awaiting a result per worker")
     ap.add_argument("--timeout", type=float, default=120.0, help="s to wait for a rendezvous or an INA round")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     ap.add_argument("--verify", action="store_true",
