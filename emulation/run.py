@@ -1026,12 +1026,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "reason. Every run reports whether its busiest link was at least 80%% busy (pace: links) "
                          "or not (pace: CPU, the times measure this machine)")
     ap.add_argument("--window", type=int, default=DEFAULT_WINDOW,
-                    help=f"first copies awaiting a result per worker (default {DEFAULT_WINDOW}, as make run-fattree "
-                         "and benchmarks/bench_loss.py); retransmitted fragments, and first copies unanswered for 1.5 "
-                         "path RTTs, run beside the window, up to as many again. In the in-process twin "
-                         "(bench_loss.py, 1.3 Mb/s) 10 did better than 8 at 5%% loss (GOAT / ATP 1.77 / 1.92x vs "
-                         "1.97 / 2.15x the lossless round) and as well at 1%%; lossless rounds keep their links busy "
-                         "with either")
+                    help=f"first copies awaiting a result per worker (default {DEFAULT_WINDOW}, as "
+                         "benchmarks/bench_loss.py; make run-fattree runs 8); retransmitted fragments, and first "
+                         "copies unanswered for 1.5 path RTTs, run beside the window, up to as many again. In the "
+                         "in-process twin (bench_loss.py, 1.3 Mb/s) 10 did better than 8 at 5%% loss (GOAT / ATP "
+                         "1.77 / 1.92x vs 1.97 / 2.15x the lossless round) and as well at 1%%; lossless, on a 2-core "
+                         "machine, make run-fattree's ARO and InArt rounds were ~8%% slower with 10")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-round limit (s)")
     ap.add_argument("--rto-min", type=float, default=RTO_MIN,
                     help="floor of the hosts' retransmission timeout (s, default 0.2, Linux TCP's): most "

@@ -63,11 +63,12 @@ _RELAY, _RETRY = int(Flags.RELAY), int(Flags.RETRY)
 # (and every worker resends when one copy is lost). bench_loss.py, GOAT at 5 % loss, 1.3 Mb/s:
 # 15.7 s rounds with none, 15.6 s with one, 12.8 s with two, 13.0 s with three.
 NODE_TRIES = 2
-# First copies awaiting a result per worker. Lossless rounds keep their links busy from 8 on
-# (the two-job pool-32 twin of make run-fattree: every scheme the same with 8 and 10); at 5 % loss
-# a recovery holds a slot for about two round trips, and 10 kept the links busier (twin of
-# bench_loss.py, 3 seeds: GOAT 1.97x -> 1.77x the lossless round, ATP 2.15x -> 1.92x; at 1 %
-# 1.15x -> 1.14x and 1.25x -> 1.25x once crossed RESENDs went unanswered, hostlib.ps).
+# First copies awaiting a result per worker. Lossless rounds keep their links busy from 8 on; at
+# 5 % loss a recovery holds a slot for about two round trips, and 10 kept the links busier (twin
+# of bench_loss.py, 3 seeds: GOAT 1.97x -> 1.77x the lossless round, ATP 2.15x -> 1.92x; at 1 %
+# 1.15x -> 1.14x and 1.25x -> 1.25x once crossed RESENDs went unanswered, hostlib.ps). make
+# run-fattree keeps 8: lossless on a 2-core machine, 10 made its ARO and InArt rounds ~8 % slower
+# (spurious resends under CPU jitter), though its twin runs every scheme the same with either.
 DEFAULT_WINDOW = 10
 # Where the nodes keep their completed results (the v1model program, rule 8), a retry at the node
 # never goes unanswered for long: it completes the partial, gets the kept result, or turns into a
