@@ -139,8 +139,8 @@ def job_seeds(seed: int, position: int, workers: int) -> list[int]:
 
 
 def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int], loss: float = 0.0,
-             seed: int = 0, lanes: int = 64, window: int = DEFAULT_WINDOW, hop_latency: float = 10e-6, until: float = 60.0,
-             rto: RtoEstimator | None = None, max_events: int = 5_000_000,
+             seed: int = 0, lanes: int = 64, window: int = DEFAULT_WINDOW, hop_latency: float = 10e-6,
+             until: float = 60.0, rto: RtoEstimator | None = None, max_events: int = 5_000_000,
              starts: Mapping[int, float] | None = None,
              priorities: Mapping[int, Sequence[Sequence[int]]] | None = None,
              members: Mapping[int, Sequence[int]] | None = None,

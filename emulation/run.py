@@ -204,8 +204,8 @@ def round_fan_ins(dep: Deployment, worker: str, joined: list[list[int]]) -> list
     return out
 
 
-def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mapping[int, int], window: int = DEFAULT_WINDOW,
-             seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
+def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mapping[int, int],
+             window: int = DEFAULT_WINDOW, seed: int = 1, timeout: float = 300.0, rto: dict[str, float] | None = None,
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
              participants: Mapping[int, list[list[int]]] | None = None,
              progress: Callable[[int], None] | None = None, compute: Mapping[int, float] | None = None,

@@ -431,7 +431,7 @@ class UdpTransport:
     def _frame(self, data: bytes, source: bytes) -> bytes | None:
         """The frame the agents see for a datagram from ``source`` (port ++ IPv4 address)."""
         need = self._payload_len
-        if len(data) == HEADER_LEN and data[0] >> 4 == INA_VERSION and is_query(data[1], int.from_bytes(data[4:6], "big")):
+        if len(data) == HEADER_LEN and data[0] >> 4 == INA_VERSION and is_query(data[1], data[4] << 8 | data[5]):
             # the PS's query, sent without lanes
             return frame_prefix(socket.inet_ntoa(source[2:]), self.ip, 0, 0, int.from_bytes(source[:2], "big"), 64,
                                 HEADER_LEN) + bytes([data[0] & 0xF0]) + data[1:]

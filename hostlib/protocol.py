@@ -238,7 +238,7 @@ def frame_fields(frame: bytes, lanes: int = DEFAULT_LANES) -> tuple[int, ...]:
 
 def is_query(flags: int, node_id: int) -> bool:
     """Whether a header is the PS's query to a worker (REMINDER, node 0, not a drain): the one
-    INA frame sent without lanes (docs/protocol.md, "Frame format")."""
+    INA frame sent without lanes (docs/protocol.md, "Encapsulation")."""
     return bool(flags & Flags.REMINDER) and not flags & Flags.PREEMPTED and node_id == 0
 
 

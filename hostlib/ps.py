@@ -52,8 +52,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
-                       InaHeader, ProtocolError, build_frame, build_query, frame_fields, frame_lanes, frame_prefix, frame_records,
-                       pack_header)
+                       InaHeader, ProtocolError, build_frame, build_query, frame_fields, frame_lanes, frame_prefix,
+                       frame_records, pack_header)
 from .rto import RETRY_MIN, RtoEstimator
 
 Key = tuple[int, int, int, int]     # (job, round, sub-model, fragment)
@@ -436,7 +436,7 @@ class ParameterServer:
                 # sent before the result could have reached the worker: it crossed the result,
                 # which is on its way (a lost one is asked for again). Answering such RESENDs was
                 # three in four of ATP's resent results at 1 % loss, each a frame on the PS's
-                # link (twin of bench_loss.py, window 10, 3 seeds: rounds 1.34x -> 1.26x)
+                # link (twin of bench_loss.py, window 10, 3 seeds: rounds 1.34x -> 1.25x)
                 self.stats.count("crossed")
                 return []
             # the worker lost the result (or the PS's copy of it): serve it again

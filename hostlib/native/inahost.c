@@ -228,7 +228,8 @@ static int64_t w_presume_stale(Worker *w, double now) {
     int64_t freed = 0;
     for (int64_t e = w->base; e < w->next && w->n_recovering < w->recovery; e++) {
         double srtt = w->path_srtt[w->sub[e]];
-        if (w->pend[e] && !w->retx[e] && w->later[e] >= 0 && srtt >= 0 && STALE_AFTER * srtt < now - w->first_sent[e]) {
+        if (w->pend[e] && !w->retx[e] && w->later[e] >= 0 && srtt >= 0
+            && STALE_AFTER * srtt < now - w->first_sent[e]) {
             w->later[e] = -1;
             w->n_recovering++;
             freed++;
