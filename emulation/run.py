@@ -828,10 +828,12 @@ def calibrate_link_rate(topo: Topology, jobs: list[Job], specs: list[JobSpec], p
     emulation.calibrate.choose_link_mbps over every scheme's twin counts (``prepared``)."""
     ref = prepared[next(iter(prepared))].bw_scale
     ref_mbps = bw_scale_for(topo, 1.0) / ref
-    scheme_of = {f"{name} job {j}" if len(b) > 1 else name: name
-                 for name, p in prepared.items() for b in [p.bounds] for j in sorted(b)}
-    traffic = {f"{name} job {j}" if len(b) > 1 else name: Traffic(x.seconds, x.total_bytes)
-               for name, p in prepared.items() for b in [p.bounds] for j, x in sorted(b.items())}
+    traffic: dict[str, Traffic] = {}
+    scheme_of: dict[str, str] = {}            # traffic's names -> their scheme
+    for name, p in prepared.items():
+        for j, x in sorted(p.bounds.items()):
+            key = f"{name} job {j}" if len(p.bounds) > 1 else name
+            traffic[key], scheme_of[key] = Traffic(x.seconds, x.total_bytes), name
     probe = min(prepared, key=lambda n: min(b.seconds / b.total_bytes for b in prepared[n].bounds.values()))
     probe_specs = [JobSpec(sp.mb, 1) for sp in specs]            # one round, all jobs side by side
     bw_probe = bw_scale_for(topo, PROBE_MBPS)

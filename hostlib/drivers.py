@@ -336,7 +336,7 @@ class UdpTransport:
     # ------------------------------------------------------------------ sending
     def send(self, frame: bytes) -> None:
         end = ETH_IP_UDP_LEN + self._payload_len
-        if len(frame) == ETH_IP_UDP_LEN + HEADER_LEN:
+        if len(frame) == ETH_IP_UDP_LEN + HEADER_LEN and is_query(frame[43], frame[46] << 8 | frame[47]):
             end = len(frame)                     # the PS's query: the INA header alone
         if len(frame) < end or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
             raise ProtocolError("not an option-less IPv4 frame long enough for INA")
