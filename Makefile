@@ -46,7 +46,7 @@ LINK_MBPS ?= auto
 # ARO's and InArt's rounds here were 1.16-1.21x the link-rate ideal with 8 and 1.27-1.29x with 10
 # (more spurious resends under CPU jitter); 10 is for lossy links (README, session 31).
 run-fattree: setup
-	$(PY) -m emulation.run fattree --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --pool 32 --mb 0.25 \
+	$(PY) -m emulation.run fattree --seed 4 --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --mb 0.25 \
 	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --link-mbps $(LINK_MBPS) \
 	    --out results/fattree
 

@@ -353,6 +353,9 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         for n in nodes:
             if n is not None and not topo.nodes[n].programmable:
                 raise ValueError(f"plan {scheme}: {w} aggregates at {n}, which is not programmable")
+    relay_only = _relay_only_node(topo, hops, job, levels, _node_workers(y, levels), hold)
+    if relay_only is not None:
+        levels[relay_only] = ("to_multicast",)
 
     ops: dict[str, list[TableOp]] = {s: [] for s in topo.switches()}
     port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
@@ -364,7 +367,7 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         base, size = pool_of(n)
         ops[n].append(TableOp.of("add_node", node, pool_base=base, pool_size=size))
         ops[n].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=hold))
-        if hold:
+        if hold and n != relay_only:
             ops[n].append(TableOp.of("add_release", job.job_id, node, pool_base=base, pool_size=size))
         if lv[0] == "to_node":
             ops[n].append(TableOp.of("level_to_node", job.job_id, node, next_node=sid[lv[1]], next_fan_in=lv[2]))
@@ -438,7 +441,8 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                     node_workers={sid[n]: sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
-                      {n: sid[n] for n in levels}, {n: lv[0] for n, lv in levels.items()})
+                      {n: sid[n] for n in levels},
+                      {n: "relay" if n == relay_only else lv[0] for n, lv in levels.items()})
 
 
 @dataclass
@@ -529,7 +533,8 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
     deps = []
     for k, j in enumerate(jobs):
         if partition:
-            slices = {}
+            # a switch no job aggregates at may still relay results (rule 1: no aggregator)
+            slices = {s: (0, pools[s]) for s in topo.switches() if s not in users}
             for s, ks in users.items():
                 size = 1 << ((pools[s] // len(ks)).bit_length() - 1)
                 slices[s] = (ks.index(k) * size if k in ks else 0, size)
@@ -566,6 +571,30 @@ def _relay_links(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str,
             tree.add((at, hops[at][w]))
             at = hops[at][w]
     return len(topo.shortest_path(ps, node)) - 1 + len(tree)
+
+
+def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job: Job,
+                     levels: Mapping[str, tuple], reach: Mapping[str, set[str]], hold: bool) -> str | None:
+    """A programmable switch to multicast the PS's results of a job whose plan aggregates in
+    the network but has no node holding every worker (ATP, ESA, SwitchML and the routing plans
+    when the workers spread over several ToRs): it aggregates nothing (a ``RELAY`` arrives
+    complete, rule 1), so any switch the job does not aggregate at will do; the one whose relays
+    cross the fewest links is taken. None when the plan aggregates nowhere (the plain PS keeps
+    unicast results, as a BytePS-style PS does), already multicasts, or no switch qualifies.
+    Where aggregators are held until the result passes back (ATP), every holding level must lie
+    on the relay's multicast tree towards each worker it aggregates for, or it would never be
+    released."""
+    if not levels or any(lv[0] == "to_multicast" for lv in levels.values()):
+        return None
+    ps = job.ps[0]
+
+    def releases_all(node: str) -> bool:
+        return all(n in _downstream(topo, hops, node, w) for n, ws in reach.items() for w in ws)
+
+    candidates = [s for s in topo.programmable_switches() if s not in levels and (not hold or releases_all(s))]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda n: (_relay_links(topo, hops, ps, n, job.workers), topo.nodes[n].switch_id))
 
 
 def _reminder_pins(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,

@@ -21,6 +21,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from matplotlib.ticker import MaxNLocator
 
+from .compare import BASELINE, REFERENCE, summarise_schemes
+
 Row = Mapping[str, Any]
 JOB_MARKERS = "o^sDv<>pP*"
 
@@ -152,7 +154,7 @@ def rounds_over_time(ax: Any, rounds: Sequence[Row], schemes: Sequence[str], col
 
 def plot_run(results: Sequence[Row], rounds: Sequence[Row], path: Path, title: str) -> None:
     """The figure of one emulation run (``results``: results.csv rows, ``rounds``: rounds.csv
-    rows): mean round vs link-rate ideal, JCT, time per round, PS ingress, in-network fraction,
+    rows): first each scheme's mean JCT against the plain PS's and ATP's, then mean round vs link-rate ideal, JCT, time per round, PS ingress, in-network fraction,
     resends and preemptions."""
     import matplotlib
     matplotlib.use("Agg")
@@ -160,8 +162,12 @@ def plot_run(results: Sequence[Row], rounds: Sequence[Row], path: Path, title: s
     schemes = schemes_in_order(results)
     colors = scheme_colors(schemes)
     height = 2.2 + 0.32 * len(schemes)
-    fig, axes = plt.subplots(2, 3, figsize=(15, 2 * height), gridspec_kw={"wspace": 0.45, "hspace": 0.45})
-    (a_round, a_jct, a_time), (a_ps, a_ina, a_resend) = axes
+    fig = plt.figure(figsize=(15, 3 * height))
+    grid = fig.add_gridspec(3, 3, wspace=0.45, hspace=0.55)
+    a_cmp = fig.add_subplot(grid[0, :])
+    (a_round, a_jct, a_time), (a_ps, a_ina, a_resend) = [[fig.add_subplot(grid[r, c]) for c in range(3)]
+                                                         for r in (1, 2)]
+    speedups(a_cmp, results, colors)
     round_vs_ideal(a_round, round_stats(results, rounds), schemes, colors)
     a_round.set_title("round time vs its link-rate ideal", fontsize=10)
     legend_below(a_round)
@@ -180,6 +186,30 @@ def plot_run(results: Sequence[Row], rounds: Sequence[Row], path: Path, title: s
     fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def speedups(ax: Any, results: Sequence[Row], colors: Mapping[str, str]) -> None:
+    """The run's verdict: per scheme (and loss) its mean JCT, labelled with its speed-up over
+    the plain PS and ATP and the link-rate ideals' speed-up over the PS (emulation.compare)."""
+    summary = summarise_schemes(results)
+    several = len({s.loss for s in summary}) > 1
+    names = [s.scheme + (f" at {s.loss:g}" if several else "") for s in summary]
+    for y, s in enumerate(summary):
+        ax.barh(y, s.jct, color=colors.get(s.scheme, "C0"), alpha=0.8)
+        parts = [f"{s.jct:.2f} s"]
+        if s.scheme != BASELINE and not math.isnan(s.vs_ps):
+            parts.append(f"{s.vs_ps:.2f}× {BASELINE}")
+        if s.scheme != REFERENCE and not math.isnan(s.vs_atp):
+            parts.append(f"{s.vs_atp:.2f}× {REFERENCE}")
+        if s.scheme != BASELINE and not math.isnan(s.ideal_vs_ps):
+            parts.append(f"ideal {s.ideal_vs_ps:.2f}× {BASELINE}")
+        if s.pace and s.pace != "links":
+            parts.append(f"{s.pace}-bound")
+        ax.annotate(", ".join(parts), (s.jct, y), xytext=(5, 0), textcoords="offset points", va="center", fontsize=8)
+    _scheme_axis(ax, names)
+    ax.set_xlabel(f"mean job completion time (s); N× {BASELINE}: how many times faster than the plain PS")
+    ax.set_title("what in-network aggregation buys: each scheme against the plain PS and ATP", fontsize=11)
+    ax.margins(x=0.45)
 
 
 def _resends(ax: Any, results: Sequence[Row], schemes: Sequence[str]) -> None:

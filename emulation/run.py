@@ -52,6 +52,7 @@ from .agents import UDP_OVERHEAD, round_labels
 from .bmv2 import bmv2_unavailable_reason
 from .calibrate import (BUSY_LINK_BOUND, PROBE_MBPS, Choice, Traffic, choose_link_mbps, cpu_busy_seconds,
                         loss_cpu_factor, machine, pace_note, parse_link_mbps)
+from .compare import comparison_markdown
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, bw_scale_for, build_topology, place_jobs
 from .inprocess import job_seeds
 from .inprocess import run_jobs as run_inprocess
@@ -366,9 +367,9 @@ def prepare_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme
         for j in jobs:
             log(f"[{scheme}] job {j.job_id}: K_t = {async_info(plan, j)['K_t']} of {len(j.workers)} workers; "
                 f"participants per round {joined[j.job_id]}")
-    # the ideal counts the plan's traffic: every aggregation where the plan puts it (no pool collisions)
-    bounds = link_bounds(topo, deploy_jobs(topo, jobs, plan, total_elements=elements, pool_size=DEFAULT_POOL),
-                         specs, bw_scale=bw_scale, lanes=SWITCH_KINDS[switch].lanes, window=window,
+    # the ideal counts the plan's traffic on the pools the switches have: what collides there
+    # and goes on to the PS is on the links too
+    bounds = link_bounds(topo, fd, specs, bw_scale=bw_scale, lanes=SWITCH_KINDS[switch].lanes, window=window,
                          participants=joined)
     return PreparedScheme(scheme, fd, prio, joined, bounds, bw_scale)
 
@@ -529,8 +530,8 @@ def link_bounds(topo: Topology, fd: FabricDeployment, specs: list[JobSpec], *, b
     carry what the deployment puts on it in a lossless round — first copies to their aggregation
     nodes, partials, results multicast or unicast by the PS — and no link moves more than its
     rate. The traffic is counted, not modelled: the in-process twin runs one round through the
-    real program and ``fd``'s tables (deploy it with a pool too large to collide, so every
-    aggregation happens where the plan puts it). Jobs that start together with the same size
+    real program and ``fd``'s tables, pools included: a fragment that collides goes on to the
+    PS on the links here too, so a plan the pools cannot hold has a longer ideal. Jobs that start together with the same size
     and rounds run their rounds side by side, so a shared link carries all of theirs; any other
     job counts alone. GOAT-Async: each round with its participants, the mean over rounds. A
     worker's own host link (:func:`host_link_round_seconds`) is one of the links, so this is
@@ -704,7 +705,8 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
         wr.writerows(rows)
     cols = SUMMARY_COLUMNS if "x_lossless" not in rows[0] else (
         SUMMARY_COLUMNS[:1] + ["loss"] + SUMMARY_COLUMNS[1:6] + ["x_lossless"] + SUMMARY_COLUMNS[6:])
-    lines = [f"# {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = [f"# {title}", "", *comparison_markdown(rows), "", "## Per job", "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     if notes:
         lines += [""] + [f"* {n}" for n in notes]
@@ -754,8 +756,6 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
     if args.arch == "tna" and args.switch == "bmv2":
         raise ValueError("--arch tna runs on p4sim (bmv2 has no TNA target)")
     pool_limit = SWITCH_KINDS[switch_kind(args)].pool_limit
-    if args.pool is None:
-        args.pool = min(DEFAULT_POOL, pool_limit)
     if args.switch == "bmv2":
         why = bmv2_unavailable_reason()
         if why:
@@ -775,7 +775,7 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be positive")
     if args.workers > MAX_WORKERS:
         raise ValueError(f"--workers {args.workers}: at most {MAX_WORKERS} (the INA header's worker bitmap)")
-    if not 1 <= args.pool <= pool_limit or args.pool & (args.pool - 1):
+    if args.pool is not None and (not 1 <= args.pool <= pool_limit or args.pool & (args.pool - 1)):
         raise ValueError(f"--pool {args.pool}: a power of two in 1..{pool_limit} (the {args.arch} program's registers)")
     if args.stagger < 0:
         raise ValueError(f"--stagger {args.stagger}: must not be negative")
@@ -808,7 +808,23 @@ def check_args(args: argparse.Namespace) -> tuple[Topology, list[Job], list[JobS
                          f"several PSes; not {', '.join(s for s in schemes if s not in MULTI_PS)}")
     jobs = place_jobs(topo, specs, args.workers, ps_per_job=args.ps_per_job,
                       switch_bytes=None if args.switch_mb is None else int(args.switch_mb * 1e6))
+    kind = SWITCH_KINDS[switch_kind(args)]
+    memory = min((topo.nodes[s].memory_bytes for s in topo.programmable_switches()), default=0)
+    held = pool_for_memory(memory, kind.lanes, kind.pool_limit)
+    if args.pool is None:
+        args.pool = held
+    elif args.pool > held:
+        raise ValueError(f"--pool {args.pool}: the planners give each switch {memory / 1e6:g} MB, which holds "
+                         f"{held} aggregators of {kind.lanes} lanes; raise --switch-mb or lower --pool")
     return topo, jobs, specs, schemes
+
+
+def pool_for_memory(memory_bytes: float, lanes: int, limit: int) -> int:
+    """The aggregators a switch with ``memory_bytes`` of aggregator memory holds: ``lanes``
+    int32 sums each, a power of two (Tofino masks the hash), at least 1, at most ``limit``
+    (the program's registers) — so the pool is the memory the planners placed sub-models in."""
+    n = max(1, int(memory_bytes // (4 * lanes)))
+    return min(limit, 1 << (n.bit_length() - 1))
 
 
 def switch_kind(args: argparse.Namespace) -> str:

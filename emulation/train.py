@@ -43,22 +43,21 @@ from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
 from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor, parse_link_mbps
-from .run import DEPLOYABLE, link_bounds, plan_scheme
+from .run import DEPLOYABLE, RTO_MAX, RTO_MIN, host_timers, link_bounds, plan_scheme
 
 GLOO_PORT = 29500
-# a ceiling of 0.5 s as emulation.run: an aggregate's round trip includes the other workers'
-# recoveries, which inflates the estimate under loss
-RTO = {"initial": 0.3, "minimum": 0.03, "maximum": 0.5}
 
 
 def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
     """The deployment as the workers' and PS's job description: addresses, plan labels,
-    sub-model split, reminder routes (the Worker interleaves the sub-models: protocol.send_order)."""
+    sub-model split, reminder routes (the Worker interleaves the sub-models: protocol.send_order).
+    ``rto``: the hosts' timers, by default emulation.run's on LINK_MBPS links (:func:`host_timers`:
+    a 0.2 s floor, so the machine's scheduling delays fire no spurious timeouts)."""
     a, cfg = dep.addresses, dep.job_config
     nodes = None if cfg.submodel_nodes is None else {g: list(n) for g, n in cfg.submodel_nodes.items()}
     return InaJob(dep.job_id, a[dep.ps].ip, [(a[w].ip, a[w].mac) for w in dep.workers],
                   [list(dep.labels[w]) for w in dep.workers], list(dep.submodel_sizes), dict(cfg.reminder_via),
-                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or RTO), result_via=cfg.result_via,
+                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or host_timers(RTO_MIN, RTO_MAX, LINK_MBPS)), result_via=cfg.result_via,
                   node_workers=None if cfg.node_workers is None else
                   {n: list(ws) for n, ws in cfg.node_workers.items()})
 
@@ -251,7 +250,8 @@ def probe_link_mbps(net: EmuNet, deps: Sequence[Deployment], traffic: StepTraffi
     (emulation.calibrate.choose_link_mbps, one "link" per mode). Returns (Mb/s, why)."""
     cpu: dict[str, float] = {}
     for mode in modes:
-        res = run_jobs(net, deps, [ina_job(d) for d in deps], mode, workdir / "probe",
+        res = run_jobs(net, deps, [ina_job(d, host_timers(RTO_MIN, RTO_MAX, PROBE_MBPS)) for d in deps], mode,
+                       workdir / "probe",
                        extras=extras, steps=PROBE_STEPS, seed=seed, timeout=timeout)
         cpu[mode] = sum(max(r[i]["seconds"] for r in res[0]["rows"]) for i in range(1, PROBE_STEPS)) / (PROBE_STEPS - 1)
     wire = {"ina": traffic.ina_bytes, "gloo": traffic.gloo_bytes}
@@ -320,7 +320,9 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
         log(traffic.describe(rate))
         for mode in modes:
             t = time.time()
-            results[mode] = run_jobs(net, deps, [ina_job(d) for d in deps], mode,
+            # timers for these links: slower links stretch every round trip (time dilation)
+            rto = host_timers(RTO_MIN, RTO_MAX, rate)
+            results[mode] = run_jobs(net, deps, [ina_job(d, rto) for d in deps], mode,
                                      out / "runs", extras=extras, progress=progress, steps=steps,
                                      verify=verify and mode == "ina", seed=seed, timeout=timeout)
             log(f"[{mode}] {steps} steps{f' of {len(deps)} jobs at once' if len(deps) > 1 else ''} "

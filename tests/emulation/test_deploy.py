@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.deploy import TableOp, apply_ops, deploy_plan, host_addresses, ina_fraction, submodel_elements
+from controller.deploy import (TableOp, apply_ops, deploy_plan, host_addresses, ina_fraction, next_hops,
+                               submodel_elements)
 from controller.model import Job, SubModel
 from controller.schemes import run_scheme
 from controller.topologies import fat_tree
@@ -69,8 +70,28 @@ def test_goat_on_sparse_fat_tree_multicasts_and_pins_detours() -> None:
     assert set(dep.levels.values()) == {"to_multicast"}
     assert any(o.method == "add_route" for ops in dep.ops.values() for o in ops)
     atp = deploy_plan(topo, job, run_scheme("atp", topo, [job]), total_elements=4000)
-    assert set(atp.levels.values()) == {"to_ps"}          # ATP: results via the PS (release)
-    assert all(("add_release" in [o.method for o in atp.ops[s]]) for s in atp.node_ids)
+    # ATP aggregates to the PS and holds its aggregators until the result passes back; the
+    # PS's results leave it once, through a switch that only multicasts them (rule 1)
+    holding = [s for s, lv in atp.levels.items() if lv == "to_ps"]
+    relays = [s for s, lv in atp.levels.items() if lv == "relay"]
+    assert holding and len(relays) == 1
+    assert all(("add_release" in [o.method for o in atp.ops[s]]) for s in holding)
+    relay = relays[0]
+    assert "add_release" not in [o.method for o in atp.ops[relay] if o.args and o.args[0] == job.job_id]
+    assert atp.job_config.result_via == atp.node_ids[relay]
+    assert atp.job_config.node_workers is not None and atp.node_ids[relay] not in atp.job_config.node_workers
+    # its replicas pass every holding switch on their way to the workers it aggregates for
+    hops = next_hops(topo)
+    for w in job.workers:
+        at, replica_path = relay, []
+        while at != w:
+            replica_path.append(at)
+            at = hops[at][w]
+        for s in holding:
+            if any(lab.node_id == atp.node_ids[s] for lab in atp.labels[w]):
+                assert s in replica_path
+    plain = deploy_plan(topo, job, run_scheme("ps", topo, [job]), total_elements=4000)
+    assert plain.job_config.result_via == 0 and not plain.levels     # BytePS-style: unicast results
 
 
 def test_atp_two_level_fan_in() -> None:

@@ -46,7 +46,10 @@ def test_shared_pools_use_one_node_id_and_switchml_partitions_them() -> None:
         assert shared.jobs[0].node_ids[s] == shared.jobs[1].node_ids[s]
         adds = [op for op in shared.ops[s] if op.method == "add_node"]
         assert len(adds) == 1                              # merged: one pool for both
-    common = set(part.jobs[0].node_ids) & set(part.jobs[1].node_ids)
+    # switches both jobs aggregate at (a relay-only switch multicasts results and claims no
+    # aggregator: rule 1)
+    aggregating = [{s for s, lv in d.levels.items() if lv != "relay"} for d in part.jobs]
+    common = aggregating[0] & aggregating[1]
     assert common
     for s in common:
         ids = [d.node_ids[s] for d in part.jobs]
