@@ -577,7 +577,9 @@ def _options_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
 
 @register("aro")
 def aro_scheme(topology: Topology, jobs: list[Job], options: dict) -> Plan:
-    """Scheme "aro": the exact model (ARO-RAW of Table II)."""
+    """Scheme "aro": the exact model (ARO-RAW of Table II). Results: a merge point holding
+    every worker multicasts them; otherwise the PS sends each once to a relay switch that
+    multicasts it (controller.deploy)."""
     return solve_aro(topology, jobs, accelerated=False, **_options_kwargs(options))
 
 

@@ -317,14 +317,18 @@ def atp(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     first programmable switch with memory for the sub-model aggregates it; the PS's
     programmable ToR aggregates the switches' partial results (two-level, GOAT §III-B).
     Routing as ATP deploys (ARO §II-C, InArt §5.1.2): aggregation on programmable ToRs
-    only, aggregated flows take the least-loaded shortest path to the PS."""
+    only, aggregated flows take the least-loaded shortest path to the PS. Results: a
+    to_multicast node multicasts its own; the PS sends each result it completes once, to a
+    relay switch that multicasts it back past the holding ToRs, releasing their aggregators
+    (controller.deploy: relay-only node; unicast where no switch qualifies)."""
     return _placement_plan("atp", topo, jobs, _atp_placement(topo, jobs), _atp_routing(topo, jobs), {})
 
 
 @register("ps")
 def parameter_server(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     """No in-network aggregation: every worker sends its whole gradient along its shortest path
-    to the PS, which aggregates everything — the baseline all the papers' figures start from."""
+    to the PS, which aggregates everything — the baseline all the papers' figures start from.
+    Results: one unicast per worker from the PS, as a BytePS-style PS sends them."""
     pl = _place(topo, jobs, lambda j, w: [], lambda s, j: 0.0, second_level=False)
     return _placement_plan("ps", topo, jobs, pl, _route_all(topo, jobs, _no_merge, least_loaded, {"ina": "none"}), {})
 
@@ -348,7 +352,8 @@ def esa_priorities(jobs: list[Job]) -> dict[str, dict[str, float]]:
 def esa(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     """ESA: ATP's placement and routing (its preemption happens in the data plane). Records
     each sub-model's priority (:func:`esa_priorities`, ESA §5.4 Eq. 1); ``job.priority`` is
-    kept as the static part."""
+    kept as the static part. Results travel as ATP's: once from the PS, multicast by a relay
+    switch (ESA §5.2: the last switch multicasts the result to the workers)."""
     extra = {"priority": esa_priorities(jobs), "static_priority": {j.name: j.priority for j in jobs}}
     return _placement_plan("esa", topo, jobs, _atp_placement(topo, jobs), _atp_routing(topo, jobs), extra)
 
@@ -357,7 +362,9 @@ def esa(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
 def switchml(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     """SwitchML (GOAT §II-B: aggregation on the workers' ToR only; ESA §2.1: switch memory
     statically partitioned, one region per job). Each programmable ToR splits its memory
-    equally among the jobs with workers under it; sub-models that do not fit go to the PS."""
+    equally among the jobs with workers under it; sub-models that do not fit go to the PS.
+    Results: a ToR holding every worker multicasts them; otherwise the PS sends each once to a
+    relay switch that multicasts it (controller.deploy)."""
     sharing: dict[str, set[str]] = defaultdict(set)
     for j in jobs:
         for w in j.workers:

@@ -808,7 +808,9 @@ def _common(options: Mapping[str, Any]) -> dict[str, Any]:
 @register("goat")
 def _scheme_goat(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     """KRGS (Alg. 1). Options: seed (0), repair (True: a plan for switches must fit their memory;
-    false gives Alg. 1's raw rounding), k_rule, objective, candidates, backend."""
+    false gives Alg. 1's raw rounding), k_rule, objective, candidates, backend. Results: a node
+    holding every worker of a sub-model multicasts it; what the PS completes leaves it once,
+    relayed through such a node (controller.deploy)."""
     return krgs(topology, jobs, int(options.get("seed", 0)), repair=bool(options.get("repair", True)),
                 k_rule=options.get("k_rule", "floor"), backend=options.get("backend", "highs"),
                 **_common(options))
@@ -830,7 +832,8 @@ def _scheme_goat_lp(topology: Topology, jobs: list[Job], options: dict[str, Any]
 @register("goat-async")
 def _scheme_goat_async(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     """GOAT-Async (Alg. 2) for one job. Options: history ({worker: p_w}; else job.meta["history"];
-    else all equal), loss_gap / epsilon / sigma2 / n (psi, Eq. 36), rounds, plus "goat"'s options."""
+    else all equal), loss_gap / epsilon / sigma2 / n (psi, Eq. 36), rounds, plus "goat"'s options.
+    Results travel as GOAT's, to each round's participants."""
     if len(jobs) != 1:
         raise ModelError("goat-async plans one job at a time (Alg. 2 is per job)")
     job = jobs[0]

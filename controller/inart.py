@@ -555,7 +555,9 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
 # ----------------------------------------------------------------------------- registry
 def _scheme(variant: Variant) -> SchemeFn:
     def run(topology: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
-        """InArt plans one job (§3.1: other jobs are background traffic)."""
+        """InArt plans one job (§3.1: other jobs are background traffic). Results: each PS's
+        part leaves its PS once, to a switch holding every worker or a relay switch that
+        multicasts it (controller.deploy)."""
         if len(jobs) != 1:
             raise ModelError(f"{SCHEME_OF_VARIANT[variant]} plans one job at a time, got {len(jobs)}")
         opts = {k: v for k, v in options.items()

@@ -8,7 +8,6 @@ import pytest
 from emulation.compare import comparison_markdown, summarise_schemes
 from emulation.run import check_args, main, pool_for_memory
 
-
 def _row(scheme: str, job: int, jct: float, ideal: float, *, loss: float = 0.0, busy: float = 0.95,
          pace: str = "links") -> dict:
     return {"scheme": scheme, "job": job, "loss": loss, "jct_s": jct, "ideal_round_s": ideal,
@@ -16,11 +15,9 @@ def _row(scheme: str, job: int, jct: float, ideal: float, *, loss: float = 0.0, 
             "busy_share": busy, "pace": pace, "ps_rx_mb": 1.0, "ina_fraction": 0.5, "preemptions": 0,
             "worker_resent": 2}
 
-
 ROWS = [_row("ps", 1, 12.0, 3.0), _row("ps", 2, 12.0, 3.0), _row("atp", 1, 10.0, 2.5), _row("atp", 2, 10.0, 2.5),
         _row("goat", 1, 8.0, 2.0), _row("goat", 2, 8.0, 2.0), _row("aro", 1, 11.8, 3.0, busy=0.5, pace="CPU"),
         _row("aro", 2, 11.8, 3.0, busy=0.5, pace="CPU")]
-
 
 def test_speedups_are_over_the_plain_ps_and_atp() -> None:
     by = {s.scheme: s for s in summarise_schemes(ROWS)}
@@ -28,7 +25,6 @@ def test_speedups_are_over_the_plain_ps_and_atp() -> None:
     assert by["atp"].vs_ps == pytest.approx(1.2) and by["goat"].ideal_vs_ps == pytest.approx(1.5)
     assert by["ps"].vs_ps == pytest.approx(1.0)
     assert by["goat"].busiest_link == "agg2→core4"            # measured, not the ideal's
-
 
 def test_summary_opens_with_the_comparison_and_names_what_bounded_each() -> None:
     lines = comparison_markdown(ROWS)
@@ -39,21 +35,16 @@ def test_summary_opens_with_the_comparison_and_names_what_bounded_each() -> None
     assert "no gain" in aro and "CPU-bound" in aro and "carries as much as the PS's" in aro
     assert "paced by agg2→core4" in next(line for line in lines if line.startswith("* **goat**"))
 
-
 def test_several_losses_compare_within_each_loss() -> None:
     rows = ROWS[:4] + [_row("ps", 1, 24.0, 3.0, loss=0.01), _row("atp", 1, 12.0, 2.5, loss=0.01)]
     by = {(s.scheme, s.loss): s for s in summarise_schemes(rows)}
     assert by[("atp", 0.01)].vs_ps == pytest.approx(2.0) and by[("atp", 0.0)].vs_ps == pytest.approx(1.2)
     assert "| loss |" in comparison_markdown(rows)[0]
 
-
 @pytest.mark.parametrize("memory,lanes,limit,pool", [(500_000, 64, 16384, 1024), (500_000, 32, 8192, 2048),
                                                       (100, 64, 16384, 1), (1e9, 64, 16384, 16384)])
 def test_the_pool_is_what_the_memory_holds(memory: float, lanes: int, limit: int, pool: int) -> None:
     assert pool_for_memory(memory, lanes, limit) == pool
-
-
-
 
 def test_pool_follows_switch_memory_and_cannot_exceed_it(capsys: pytest.CaptureFixture[str]) -> None:
     parser_args = argparse.Namespace(
