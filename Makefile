@@ -20,7 +20,7 @@ lock:
 test: setup
 	$(PY) -m pytest -q tests; rc=$$?; [ $$rc -eq 5 ] && exit 0 || exit $$rc
 
-# Print the performance numbers quoted in README.md.
+# Print the p4sim and host-agent throughput numbers of docs/performance.md.
 bench: setup
 	$(PY) benchmarks/bench_p4sim.py
 	$(PY) benchmarks/bench_tables.py
@@ -40,11 +40,11 @@ reproduce: setup
 LINK_MBPS ?= auto
 
 # End-to-end emulation (root, Mininet): two jobs sharing a k=4 fat-tree of 20 p4sim switches,
-# plain PS vs ATP vs ESA (preemption) vs SwitchML vs GOAT vs ARO vs InArt, plans over P4Runtime;
-# results/fattree/{results.csv,rounds.csv,summary.md,fattree.png}. Other experiments:
+# plain PS vs ATP vs ESA (preemption) vs SwitchML vs GOAT vs GOAT-Async vs ARO vs InArt, plans over
+# P4Runtime; results/fattree/{results.csv,rounds.csv,summary.md,fattree.png}. Other experiments:
 # `python -m emulation.run --help`. Window 8, not the default 10: lossless, on a 2-core machine,
 # ARO's and InArt's rounds here were 1.16-1.21x the link-rate ideal with 8 and 1.27-1.29x with 10
-# (more spurious resends under CPU jitter); 10 is for lossy links (README, session 31).
+# (more spurious resends under CPU jitter); 10 is for lossy links (docs/emulation.md).
 run-fattree: setup
 	$(PY) -m emulation.run fattree --seed 4 --jobs 2 --hosts-per-edge 4 --switch-mb 0.5 --mb 0.25 \
 	    --window 8 --rounds 4 --schemes ps,atp,esa,switchml,goat,goat-async,aro,inart --link-mbps $(LINK_MBPS) \

@@ -1,9 +1,8 @@
 """Registry of planning schemes: name -> ``fn(topology, jobs, options) -> Plan``.
 
 Modules register with ``@register("name")``. The registry imports the modules that provide
-schemes lazily, so a scheme module that does not exist yet (another engineer's work in
-progress) only makes its own schemes unavailable; any other import failure is a bug in that
-module and propagates.
+schemes lazily, so a scheme module that is missing only makes its own schemes unavailable;
+any other import failure is a bug in that module and propagates.
 """
 from __future__ import annotations
 

@@ -504,7 +504,8 @@ def plan_scheme(scheme: str, topo: Topology, jobs: list[Job]) -> Plan:
 
 def host_link_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: int = LANES) -> float:
     """A worker's frames (Ethernet + IPv4 + UDP + INA header + lanes) back to back on its own
-    host link: the round of a fabric where no link is shared (the ideal before issue 11)."""
+    host link: the round of a fabric where no link is shared (results.csv's host_link_s and
+    ratio_to_host_link; the link-rate ideal is link_bounds')."""
     frames = sum(-(-n // lanes) for n in submodel_sizes)
     return frames * (UDP_OVERHEAD + HEADER_LEN + 4 * lanes) * 8 / (link_mbps * 1e6)
 

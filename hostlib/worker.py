@@ -389,9 +389,8 @@ class Worker:
         already has its result, so this one (or its result) was lost — and, per firing, the
         oldest expired one without such evidence as a probe; re-arm the others. An aggregate
         waits for every worker, so a stalled peer makes a whole window expire at once; the probe
-        then costs one spurious resend instead of a window's worth (RACK-style loss detection).
-        Measured on the emulation: the RTO floor can then drop from 0.1 s to 0.03 s, which halves
-        rounds at 1 % loss, at a few spurious resends when lossless (README)."""
+        then costs one spurious resend instead of a window's worth (RACK-style loss detection;
+        docs/loss-recovery.md)."""
         out = []
         pending, timeout, sent = self._pending, self._timeout, self._first_sent
         answered, probed = self._newest_answered, False

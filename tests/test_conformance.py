@@ -147,7 +147,7 @@ MAIN = "V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;\n"
     ("", "apply { resubmit({meta.x}); }", "resubmit: unknown extern function"),
     ("", "apply { resubmit({}); }", "use resubmit_preserving_field_list and @field_list"),
     ("", "apply { clone3(CloneType.I2E, 32w5, {}); }", "clone3: unknown extern function"),
-    # issue 11.5: what the p4c corpus sweep added is rejected clearly where it cannot work
+    # constructs from p4c's corpus that cannot work are rejected clearly
     ("", "apply { Ing.apply(hdr, meta, sm); }",
      "Ing is instantiated or applied inside itself (recursion)"),
     ("", "apply { hs_t.apply(); }", "'hs_t' is not a control or parser declaration"),

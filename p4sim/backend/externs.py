@@ -1,8 +1,9 @@
 """Code generation for extern instances, extern methods and extern functions.
 
 v1model externs follow bmv2 simple_switch; TNA externs follow Tofino's documented behaviour
-for what the INA programs use (see docs in README, "TNA deviations"). Each handler checks the
-call and returns Python code; unknown externs are compile errors, never silent no-ops.
+for what the INA programs use (docs/p4sim.md, "TNA subset, and where it differs from Tofino").
+Each handler checks the call and returns Python code; unknown externs are compile errors, never
+silent no-ops.
 """
 from __future__ import annotations
 

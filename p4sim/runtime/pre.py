@@ -9,8 +9,8 @@ Two control surfaces share one state:
   ``mc_node_create``, ``mc_node_associate``, ..., ``mirroring_add``, ``mirroring_add_mc``), as
   thin wrappers.
 
-Clone session 0 is accepted everywhere: it is a valid data-plane session id (PSA, bmv2). The
-P4Runtime rule that a *write* may not use session 0 (0 is the read wildcard) belongs to the
+Clone session id 0 is accepted everywhere: it is a valid data-plane session id (PSA, bmv2). The
+P4Runtime rule that a *write* may not use session id 0 (0 is the read wildcard) belongs to the
 P4Runtime server.
 
 The data plane reads :meth:`PacketReplicationEngine.multicast_replicas` and

@@ -12,7 +12,7 @@ A packet egress sends to a recirculation port (``RECIRCULATION_PORTS``: 68, 196,
 enters ingress again with that ingress port (port metadata zero), as on Tofino 1; resubmits
 and recirculations of one packet are at most ``MAX_PASSES`` together (more are dropped).
 
-Deviations from hardware (documented in README): no timing or queues (a recirculated packet
+Deviations from hardware (documented in docs/p4sim.md): no timing or queues (a recirculated packet
 is processed at once, before the next packet); a packet whose ingress sets neither a unicast
 port nor a multicast group is dropped (p4sim cannot tell "port 0" from "unset", so it marks unset ports with 511 before
 ingress); a parser error continues into the control with ``parser_err`` set (Tofino's default

@@ -1,4 +1,4 @@
-"""controller/solver.py: statuses, limits, no process-wide state, no banner (issue 7)."""
+"""controller/solver.py: statuses, limits, no process-wide state, no banner."""
 from __future__ import annotations
 
 import subprocess
