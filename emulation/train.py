@@ -48,16 +48,18 @@ from .run import DEPLOYABLE, RTO_MAX, RTO_MIN, host_timers, link_bounds, plan_sc
 GLOO_PORT = 29500
 
 
-def ina_job(dep: Deployment, rto: dict[str, float] | None = None) -> InaJob:
+def ina_job(dep: Deployment, rto: dict[str, float] | None = None, first_round: int = 0) -> InaJob:
     """The deployment as the workers' and PS's job description: addresses, plan labels,
     sub-model split, reminder routes (the Worker interleaves the sub-models: protocol.send_order).
     ``rto``: the hosts' timers, by default emulation.run's on LINK_MBPS links (:func:`host_timers`:
-    a 0.2 s floor, so the machine's scheduling delays fire no spurious timeouts)."""
+    a 0.2 s floor, so the machine's scheduling delays fire no spurious timeouts); ``first_round``:
+    where the workers' rounds start (:func:`next_first_round` after a run on the same switches)."""
     a, cfg = dep.addresses, dep.job_config
     nodes = None if cfg.submodel_nodes is None else {g: list(n) for g, n in cfg.submodel_nodes.items()}
     return InaJob(dep.job_id, a[dep.ps].ip, [(a[w].ip, a[w].mac) for w in dep.workers],
                   [list(dep.labels[w]) for w in dep.workers], list(dep.submodel_sizes), dict(cfg.reminder_via),
-                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or host_timers(RTO_MIN, RTO_MAX, LINK_MBPS)), result_via=cfg.result_via,
+                  nodes, ps_mac=a[dep.ps].mac, rto=dict(rto or host_timers(RTO_MIN, RTO_MAX, LINK_MBPS)),
+                  result_via=cfg.result_via, first_round=first_round,
                   node_workers=None if cfg.node_workers is None else
                   {n: list(ws) for n, ws in cfg.node_workers.items()})
 
@@ -243,16 +245,20 @@ PROBE_STEPS = 4            # --link-mbps auto: steps per mode on fast links (the
 
 def probe_link_mbps(net: EmuNet, deps: Sequence[Deployment], traffic: StepTraffic, workdir: Path, *,
                     modes: Sequence[str], extras: Sequence[Sequence[str]], seed: int, timeout: float,
-                    log: Callable[[str], None] = print) -> tuple[float, str]:
+                    log: Callable[[str], None] = print) -> tuple[float, str, int]:
     """``--link-mbps auto`` for training: a few steps of every mode on ``net`` (built at
     PROBE_MBPS, where the links do not matter) time this machine; the rate is the one at which
     each mode's busiest link (``traffic``) needs HEADROOM × its step's CPU time
-    (emulation.calibrate.choose_link_mbps, one "link" per mode). Returns (Mb/s, why)."""
+    (emulation.calibrate.choose_link_mbps, one "link" per mode). Returns (Mb/s, why, the round
+    the next INA run on these switches starts at)."""
     cpu: dict[str, float] = {}
+    first_round = 0
     for mode in modes:
         res = run_jobs(net, deps, [ina_job(d, host_timers(RTO_MIN, RTO_MAX, PROBE_MBPS)) for d in deps], mode,
                        workdir / "probe",
                        extras=extras, steps=PROBE_STEPS, seed=seed, timeout=timeout)
+        if mode == "ina":
+            first_round = next_first_round(res)
         cpu[mode] = sum(max(r[i]["seconds"] for r in res[0]["rows"]) for i in range(1, PROBE_STEPS)) / (PROBE_STEPS - 1)
     wire = {"ina": traffic.ina_bytes, "gloo": traffic.gloo_bytes}
     # the rate at which a mode's busiest link needs HEADROOM × its step's CPU time; the slowest wins
@@ -265,7 +271,14 @@ def probe_link_mbps(net: EmuNet, deps: Sequence[Deployment], traffic: StepTraffi
            + f" of this machine; at {rate:g} Mb/s {mode}'s busiest link needs {link_s:.2f} s per step "
            f"({link_s / cpu[mode]:.1f}× its CPU time, headroom {HEADROOM:g}), so the links, not the CPU, "
            "set the pace of both modes")
-    return rate, why
+    return rate, why, first_round
+
+
+def next_first_round(results: Sequence[dict[str, Any]]) -> int:
+    """The round an INA run must start at after ``results`` (run_jobs's, mode ina) on the same
+    switches: past every round their workers used, since the switches still hold aggregators
+    of those rounds and take an older round's first copy of the same key for a stale duplicate."""
+    return 1 + max((w.get("last_round", -1) for job in results for w in job.get("workers", [])), default=-1)
 
 
 def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str = "goat", steps: int = 200,
@@ -309,10 +322,11 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
         entries = install(net, fd.ops)
         log(f"{entries} table entries over P4Runtime in {time.time() - t:.1f} s")
         extras = [[*m.cli_args(), "--timeout", "120", "--window", str(window)] for m in models]
+        first_round = 0
         if auto:
             t = time.time()
-            rate, why = probe_link_mbps(net, deps, traffic, out / "runs", modes=modes, extras=extras, seed=seed,
-                                        timeout=timeout, log=log)
+            rate, why, first_round = probe_link_mbps(net, deps, traffic, out / "runs", modes=modes, extras=extras,
+                                                     seed=seed, timeout=timeout, log=log)
             net.set_bw_scale(bw_scale_for(topo, rate))
             results["link_why"] = why
             log(f"{why} (probe: {time.time() - t:.0f} s)")
@@ -322,9 +336,11 @@ def run_training(topo: Topology, jobs: Sequence[Job], out: Path, *, scheme: str 
             t = time.time()
             # timers for these links: slower links stretch every round trip (time dilation)
             rto = host_timers(RTO_MIN, RTO_MAX, rate)
-            results[mode] = run_jobs(net, deps, [ina_job(d, rto) for d in deps], mode,
+            results[mode] = run_jobs(net, deps, [ina_job(d, rto, first_round) for d in deps], mode,
                                      out / "runs", extras=extras, progress=progress, steps=steps,
                                      verify=verify and mode == "ina", seed=seed, timeout=timeout)
+            if mode == "ina":
+                first_round = next_first_round(results[mode])
             log(f"[{mode}] {steps} steps{f' of {len(deps)} jobs at once' if len(deps) > 1 else ''} "
                 f"in {time.time() - t:.1f} s")
     finally:

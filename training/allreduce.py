@@ -91,7 +91,10 @@ class InaJob:
     ``workers[w]``: worker w's (IP, MAC); ``labels[w]``: its plan label per sub-model
     (node id, fan-in, priority; node 0: the PS aggregates); ``submodel_sizes``: the gradient
     split the plan was made for; ``reminder_via``/``submodel_nodes``/``result_via``/``node_workers``: as in
-    :class:`hostlib.ps.JobConfig`; ``rto``: RtoEstimator arguments for both sides.
+    :class:`hostlib.ps.JobConfig`; ``rto``: RtoEstimator arguments for both sides; ``first_round``:
+    the round the workers start at. Switches take a first copy of a round older than the one
+    their aggregator holds for the same key as a stale duplicate, so a job that runs again on
+    switches still holding its state continues its round numbers (docs/protocol.md, "Rounds").
     """
     job_id: int
     ps_ip: str
@@ -105,8 +108,11 @@ class InaJob:
     rto: dict[str, float] = field(default_factory=lambda: {"initial": 0.3, "minimum": 0.05, "maximum": 2.0})
     result_via: int = 0
     node_workers: dict[int, list[int]] | None = None
+    first_round: int = 0
 
     def __post_init__(self) -> None:
+        if not 0 <= self.first_round < 1 << 31:
+            raise ValueError(f"first round {self.first_round}: in 0..2^31-1")
         if not 1 <= len(self.workers) <= MAX_WORKERS:
             raise ValueError(f"{len(self.workers)} workers: an INA job has 1..{MAX_WORKERS}")
         if len(self.labels) != len(self.workers):
@@ -159,7 +165,8 @@ class InaJob:
                    {"initial": 0.3, "minimum": 0.05, "maximum": 2.0},
                    int(d.get("result_via", 0)),
                    None if d.get("node_workers") is None else
-                   {int(k): list(v) for k, v in d["node_workers"].items()})
+                   {int(k): list(v) for k, v in d["node_workers"].items()},
+                   int(d.get("first_round", 0)))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
@@ -187,6 +194,9 @@ class AllReduceStats:
     resent: int = 0               # fragments retransmitted (all rounds)
     seconds: float = 0.0          # wall time inside allreduce()
     scale_seconds: float = 0.0    # of which in scale rounds
+    last_round: int = -1          # the last protocol round of the job this worker ran
+    # per call: [seconds, fragments resent, values] (where a slow or resending call sits)
+    per_call: list[list[float]] = field(default_factory=list)
 
 
 class InaAllReduce:
@@ -212,6 +222,7 @@ class InaAllReduce:
         self.worker = Worker(job.job_id, worker_id, job.ps_ip, ip, job.labels[worker_id], mac=mac,
                              lanes=job.lanes, window=window, rto=job.rto_estimator(), scale_bits=0)
         self.transport = transport if transport is not None else UdpTransport(ip, lanes=job.lanes)
+        self.worker.round = job.first_round - 1          # push() starts the next one
         self.stats = AllReduceStats()
         self.last_scale_bits: int | None = None
         self._lock = threading.Lock()
@@ -231,12 +242,14 @@ class InaAllReduce:
         v = np.asarray(values, dtype=np.float64).ravel()
         with self._lock:
             self._stop_idle()
-            t = time.monotonic()
+            t, resent = time.monotonic(), self.stats.resent
             try:
                 total = self._allreduce(v)
             finally:
+                took = time.monotonic() - t
                 self.stats.calls += 1
-                self.stats.seconds += time.monotonic() - t
+                self.stats.seconds += took
+                self.stats.per_call.append([round(took, 4), self.stats.resent - resent, v.size])
                 self._start_idle()
         if average:
             total = total / self.n_workers
@@ -290,6 +303,7 @@ class InaAllReduce:
             raise AllReduceTimeout(f"worker {self.worker_id}: round {wk.round} incomplete after {self.timeout:g} s "
                                    f"({wk.stats.results} results received)")
         self.stats.rounds += 1
+        self.stats.last_round = wk.round
         self.stats.sent += wk.stats.sent
         self.stats.resent += wk.stats.resent
         return wk.result_fixed()

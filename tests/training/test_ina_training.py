@@ -91,6 +91,28 @@ def test_allreduce_is_the_exact_sum_within_the_fixed_point_bound(loopback3) -> N
     assert [o[1] for o in out[0][:5]] == sorted([o[1] for o in out[0][:5]], reverse=True)
     assert out[0][4][1] < 0                                     # 1e12 * 3 needs a negative scale
     assert ars[0].stats.rounds == 2 * len(mags) + 2 and ars[0].stats.redone == 0
+    assert ars[0].stats.last_round == ars[0].stats.rounds - 1           # rounds from 0
+    assert [c[2] for c in ars[0].stats.per_call] == [3000] * len(mags) + [5]
+    assert all(c[1] == 0 for c in ars[0].stats.per_call)                # nothing lost on loopback
+
+
+def test_a_job_run_again_continues_its_round_numbers() -> None:
+    job = loopback_job(2)
+    job.first_round = 41                      # past what an earlier run left on the switches
+    stop, ready = threading.Event(), threading.Event()
+    ps = threading.Thread(target=serve_ps, args=(job, stop.is_set), kwargs={"on_ready": ready.set, "timeout": 60})
+    ars = [InaAllReduce(job, w, timeout=10) for w in range(2)]
+    ps.start()
+    assert ready.wait(10)
+    try:
+        out = _collective(ars, [[np.full(50, w + 1.0, np.float32)] * 2 for w in range(2)])
+        assert all(np.array_equal(r[0], np.full(50, 3.0, np.float32)) for row in out for r in row)
+        assert [a.worker.round for a in ars] == [44, 44] and ars[0].stats.last_round == 44
+    finally:
+        stop.set()
+        ps.join(10)
+        for a in ars:
+            a.close()
 
 
 def test_a_non_finite_gradient_fails_the_call_on_every_worker_and_the_next_call_works(loopback3) -> None:
@@ -143,7 +165,7 @@ def test_job_description_round_trips_through_json(tmp_path: Path) -> None:
     job = InaJob.loopback(3, "127.0.99")
     job.reminder_via = {5: "10.0.0.3"}
     job.submodel_nodes = {0: [5]}
-    job.result_via, job.node_workers = 5, {5: [0, 2]}
+    job.result_via, job.node_workers, job.first_round = 5, {5: [0, 2]}, 40
     job.save(tmp_path / "job.json")
     again = InaJob.load(tmp_path / "job.json")
     assert again == job and again.job_config().node_workers == {5: [0, 2]}
