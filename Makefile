@@ -18,7 +18,7 @@ lock:
 
 # Run the whole test suite.
 test: setup
-	$(PY) -m pytest -q tests; rc=$$?; [ $$rc -eq 5 ] && exit 0 || exit $$rc
+	$(PY) -m pytest -q -rs tests; rc=$$?; [ $$rc -eq 5 ] && exit 0 || exit $$rc
 
 # Print the p4sim and host-agent throughput numbers of docs/performance.md.
 bench: setup
