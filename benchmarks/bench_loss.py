@@ -25,7 +25,7 @@ from benchmarks.machine import describe  # noqa: E402
 from controller.deploy import deploy_plan  # noqa: E402
 from controller.schemes import run_scheme  # noqa: E402
 from emulation.inprocess import run_rounds  # noqa: E402
-from emulation.run import fattree_setup  # noqa: E402
+from emulation.schemes import fattree_setup  # noqa: E402
 from hostlib.rto import RtoEstimator  # noqa: E402
 from hostlib.worker import DEFAULT_WINDOW  # noqa: E402
 

@@ -6,7 +6,7 @@ Every panel that compares schemes puts the schemes on the vertical axis, one lab
 the same order in every panel, so labels never overlap and a scheme reads across the figure.
 A bar is the mean over the scheme's jobs (and runs), each job a marker on it, error bars one
 standard deviation over the rounds and runs. Rows may come from ``csv.DictReader`` (strings)
-or from ``emulation.run.summarise`` (numbers); a ``run`` column, where present, names repeated
+or from ``emulation.report.summarise`` (numbers); a ``run`` column, where present, names repeated
 runs of the same setting.
 """
 from __future__ import annotations

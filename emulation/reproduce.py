@@ -35,8 +35,9 @@ from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, machine
 from .experiment import JobSpec, build_topology, bw_scale_for, place_jobs
 from .net import mininet_unavailable_reason
 from .plots import mean_sd, num
-from .run import (MULTI_PS, RTO_MAX, RTO_MIN, calibrate_link_rate, host_timers, prepare_scheme, round_rows,
-                  run_scheme, summarise)
+from .report import round_rows, summarise
+from .run import RTO_MAX, RTO_MIN, calibrate_link_rate, host_timers
+from .schemes import MULTI_PS, prepare_scheme, run_scheme
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,9 @@ from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
 from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor, parse_link_mbps
-from .run import DEPLOYABLE, RTO_MAX, RTO_MIN, host_timers, link_bounds, plan_scheme
+from .bounds import link_bounds
+from .run import RTO_MAX, RTO_MIN, host_timers
+from .schemes import DEPLOYABLE, plan_scheme
 
 GLOO_PORT = 29500
 

@@ -34,7 +34,7 @@ def test_run_refuses_bmv2_without_the_tools_or_with_loss(capsys: pytest.CaptureF
                     reason=bmv2_unavailable_reason() or "needs root and Mininet")
 def test_goat_round_on_bmv2_is_exact(tmp_path: Path) -> None:
     from emulation.experiment import JobSpec, build_topology, place_jobs
-    from emulation.run import run_scheme
+    from emulation.schemes import run_scheme
 
     topo = build_topology("fattree", k=2, hosts_per_edge=2, programmable=1.0)
     specs = [JobSpec(0.01, 2)]

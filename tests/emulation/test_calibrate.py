@@ -11,7 +11,9 @@ from emulation.calibrate import (BUSY_LINK_BOUND, Traffic, busy_seconds, choose_
                                  loss_cpu_factor, machine, nice_floor, pace_note)
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs as run_inprocess
-from emulation.run import add_x_lossless, host_timers, main, plan_scheme
+from emulation.report import add_x_lossless
+from emulation.run import host_timers, main
+from emulation.schemes import plan_scheme
 from hostlib.protocol import frame_fields
 from hostlib.worker import Worker
 

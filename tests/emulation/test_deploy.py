@@ -198,7 +198,7 @@ def test_node_workers_are_the_workers_whose_contributions_reach_each_node(scheme
 _WALK_PARTIALS = """
 from controller.deploy import deploy_jobs
 from emulation.experiment import JobSpec, build_topology, place_jobs
-from emulation.run import plan_scheme
+from emulation.schemes import plan_scheme
 topo = build_topology("fattree", k=4, hosts_per_edge=4, programmable=0.2, seed=0)
 jobs = place_jobs(topo, [JobSpec(0.25, 1), JobSpec(0.25, 1)], 6)
 fd = deploy_jobs(topo, jobs, plan_scheme("aro", topo, jobs), total_elements={j.name: 62500 for j in jobs},

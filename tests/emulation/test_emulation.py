@@ -19,15 +19,16 @@ from emulation.net import EmuNet  # noqa: E402
 from controller.deploy import deploy_plan, ina_fraction  # noqa: E402
 from controller.schemes import run_scheme  # noqa: E402
 from emulation.install import install  # noqa: E402
-from emulation.run import fattree_setup, run_allreduce  # noqa: E402
+from emulation.jobs import run_allreduce  # noqa: E402
+from emulation.schemes import fattree_setup  # noqa: E402
 
 MB = 0.01
 
 
 def _run_emulated(topo, jobs, specs, scheme: str, tmp_path: Path, *, loss: float, rto_max: float,
                   timeout: float, **kw):
-    """emulation.run's run_scheme on a fresh Mininet net (window 4, pool 64)."""
-    from emulation.run import run_scheme
+    """emulation.schemes' run_scheme on a fresh Mininet net (window 4, pool 64)."""
+    from emulation.schemes import run_scheme
 
     return run_scheme(topo, jobs, specs, scheme, loss=loss, workdir=tmp_path, bw_scale=5000, window=4,
                       seed=2, timeout=timeout, pool=64, rto={"initial": 0.3, "minimum": 0.1, "maximum": rto_max},

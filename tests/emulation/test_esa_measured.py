@@ -9,7 +9,8 @@ import pytest
 from controller.esa_priority import JobProgress, priority_byte
 from emulation.agents import compute_seconds, job_progress, measured_labels
 from emulation.experiment import JobSpec, build_topology, place_jobs
-from emulation.run import _agent_configs, esa_inputs, prepare_scheme
+from emulation.jobs import _agent_configs
+from emulation.schemes import esa_inputs, prepare_scheme
 from hostlib.worker import FragmentLabel
 
 LABELS = [FragmentLabel(3, 2, 9), FragmentLabel(3, 2, 9), FragmentLabel(0, 1, 9), FragmentLabel(5, 4, 9)]

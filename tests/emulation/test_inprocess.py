@@ -8,7 +8,7 @@ import pytest
 from controller.deploy import deploy_plan
 from controller.schemes import run_scheme
 from emulation.inprocess import run_rounds
-from emulation.run import fattree_setup
+from emulation.schemes import fattree_setup
 
 MB = 0.02          # 5,000 values per worker: 79 fragments of 64 lanes
 

@@ -1,4 +1,4 @@
-"""The link-rate ideal of emulation.run (``link_bounds``): what one lossless round of a plan
+"""The link-rate ideal of emulation.bounds (``link_bounds``): what one lossless round of a plan
 puts on every link, counted on the in-process twin, at the links' rate. On make run-fattree's
 setup (two jobs of 6 workers on a k=4 fat-tree with 4 hosts per edge, all links equal) the
 busiest links are known by hand: GOAT's node core2 takes all of pod 1's 8 workers over the one
@@ -10,8 +10,8 @@ import pytest
 
 from controller.deploy import DEFAULT_POOL, deploy_jobs
 from emulation.experiment import JobSpec, bw_scale_for, build_topology, place_jobs
-from emulation.run import (ASYNC, async_history, async_participants, host_link_round_seconds, link_bounds,
-                           plan_scheme)
+from emulation.bounds import host_link_round_seconds, link_bounds
+from emulation.schemes import ASYNC, async_history, async_participants, plan_scheme
 
 MB = 0.02          # 5,000 values per worker: 4 sub-models of 20 fragments
 LINK_MBPS = 20.0

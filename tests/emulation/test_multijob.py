@@ -8,7 +8,7 @@ from controller.deploy import deploy_jobs, esa_priority_schedule, priority_bytes
 from controller.schemes import run_scheme
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs
-from emulation.run import plan_scheme
+from emulation.schemes import plan_scheme
 
 SPECS = [JobSpec(0.02, 2), JobSpec(0.03, 2, start=0.002)]
 

@@ -15,7 +15,8 @@ from emulation.net import EmuNet  # noqa: E402
 from controller.deploy import deploy_plan  # noqa: E402
 from controller.schemes import run_scheme  # noqa: E402
 from emulation.install import install  # noqa: E402
-from emulation.run import fattree_setup, run_allreduce  # noqa: E402
+from emulation.jobs import run_allreduce  # noqa: E402
+from emulation.schemes import fattree_setup  # noqa: E402
 
 MB = 0.01
 
