@@ -23,6 +23,11 @@ The layering rules (``controller/`` never imports ``p4sim``; ``p4control/``
 imports no other package of this repository) count every import, those under
 ``TYPE_CHECKING`` too: a package that must install without another may not
 name it even for annotations.
+
+The emulation is a library under a thin command line: its modules have no import cycle either,
+and no module under ``emulation/``, ``benchmarks/`` or ``training/`` imports the command line
+(``emulation/run.py``) but for the names it defines itself (its argument checks, the hosts'
+timers, the link-rate probe); library code comes from the modules it lives in.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "p4sim"
 VOCABULARY = ROOT / "p4control"     # the control-plane vocabulary: client and server side
 CONTROLLER = ROOT / "controller"
+EMULATION = ROOT / "emulation"
+EMULATION_CLI = EMULATION / "run.py"   # the command line: library code lives beside it
+CLI_USERS = [EMULATION, ROOT / "benchmarks", ROOT / "training"]
 MAX_LINES = 1000
 
 
@@ -193,7 +201,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-@pytest.mark.parametrize("pkg", [PKG, VOCABULARY], ids=lambda p: p.name)
+@pytest.mark.parametrize("pkg", [PKG, VOCABULARY, EMULATION], ids=lambda p: p.name)
 def test_no_import_cycle(pkg: Path):
     cycles = strongly_connected(build_graph(pkg))
     assert not cycles, "import cycles (strongly connected components):\n" + "\n".join(
@@ -256,3 +264,76 @@ def test_graph_sees_relative_and_nested_imports(tmp_path):
     ]
     assert (1, None, ["c"]) in names
     assert (1, "b", ["X"]) not in names
+
+
+def _defined_names(path: Path) -> set[str]:
+    """Names a module defines at its top level (functions, classes, assignments), not those
+    it imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def _cli_imports(path: Path, package: str | None = None) -> list[str]:
+    """What ``path`` imports from the emulation's command line (``emulation.run``; ``.run``
+    inside the ``emulation`` package): each name of a ``from ... import``, or ``"<module>"``
+    where it imports the module itself. ``package``: the file's package, for relative imports
+    (by default from its place). Every import counts, TYPE_CHECKING ones too."""
+    if package is None:
+        package = _module_name(path.parent) if (path.parent / "__init__.py").exists() else ""
+    cli, pkg = "emulation.run", "emulation"
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += ["<module>" for a in node.names if a.name == cli]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            if module == cli:
+                out += [a.name for a in node.names]
+            elif module == pkg:
+                out += ["<module>" for a in node.names if a.name == "run"]
+    return out
+
+
+def test_library_code_does_not_import_the_emulation_cli():
+    """``emulation/run.py`` is the command line: other modules may import what it defines itself
+    (its argument checks, the hosts' timers, the link-rate probe), not the library code it uses."""
+    own = _defined_names(EMULATION_CLI)
+    assert {"main", "check_args", "host_timers"} <= own       # the check reads the command line
+    bad = {}
+    for pkg in CLI_USERS:
+        for path in sorted(pkg.rglob("*.py")):
+            if path == EMULATION_CLI:
+                continue
+            names = [n for n in _cli_imports(path) if n not in own]
+            if names:
+                bad[str(path.relative_to(ROOT))] = names
+    assert not bad, f"modules importing library code from emulation.run (import it from its module): {bad}"
+
+
+def test_cli_import_check_sees_every_form(tmp_path):
+    """The walker counts absolute, relative (inside emulation/) and whole-module imports of the
+    command line, and nothing else."""
+    src = tmp_path / "m.py"
+    src.write_text(
+        "import emulation.run\n"
+        "from emulation import run, agents\n"
+        "from emulation.run import main\n"
+        "from emulation.schemes import plan_scheme\n"
+        "def f():\n    from emulation.run import link_bounds\n"
+        "from .run import RTO_MIN\n"
+        "from . import run as cli\n"
+        "from .schemes import DEPLOYABLE\n"
+    )
+    assert sorted(_cli_imports(src, "emulation")) == ["<module>", "<module>", "<module>", "RTO_MIN", "link_bounds",
+                                                      "main"]
+    assert sorted(_cli_imports(src, "training")) == ["<module>", "<module>", "link_bounds", "main"]
+    assert "plan_scheme" not in _defined_names(EMULATION_CLI)
