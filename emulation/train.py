@@ -6,7 +6,7 @@
 Builds the topology with p4sim switches (emulation.net.EmuNet), places the jobs on it (one per
 model of ``--model``, or ``--jobs``; workers interleaved so jobs share ToRs) and plans them for
 their models' gradient sizes (training.train_digits's MLP or CNN) as ``emulation.run`` does
-(emulation.experiment.place_jobs, emulation.run.plan_scheme, controller.deploy.deploy_jobs), and
+(emulation.experiment.place_jobs, emulation.schemes.plan_scheme, controller.deploy.deploy_jobs), and
 installs the plan over P4Runtime (emulation.install). Then, in the same network, every job at
 once: its PS (``python -m training.ps``) in its host and one ``python -m training.train_digits
 --allreduce ina`` per worker host — DDP with the INA communication hook, so every gradient
