@@ -220,21 +220,26 @@ class MmsgSocket:
 
     @classmethod
     def create(cls, sock: socket.socket, capacity: int, bufsize: int) -> "MmsgSocket | None":
-        if not sys.platform.startswith("linux"):
-            return None
+        """An MmsgSocket on ``sock``; None only where the platform has no sendmmsg/recvmmsg (not
+        Linux, or a C library without them). Any other failure raises."""
         if cls._libc is None:
-            try:
-                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-                for name, argtypes in (("sendmmsg", [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]),
-                                       ("recvmmsg", [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
-                                                     ctypes.c_void_p])):
-                    fn = getattr(libc, name)
-                    fn.argtypes, fn.restype = argtypes, ctypes.c_int
-            except (OSError, AttributeError):
-                cls._libc = False
-                return None
-            cls._libc = libc
+            cls._libc = cls._load_libc()
         return cls(sock, capacity, bufsize) if cls._libc else None
+
+    @staticmethod
+    def _load_libc() -> Any:
+        """The C library with sendmmsg/recvmmsg bound, or False where it has none."""
+        if not sys.platform.startswith("linux"):
+            return False
+        # find_library gives None where it cannot tell (no ldconfig): then the process's own
+        # symbols, which on Linux include the C library's
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        if not (hasattr(libc, "sendmmsg") and hasattr(libc, "recvmmsg")):
+            return False
+        libc.sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
+        libc.recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p]
+        libc.sendmmsg.restype = libc.recvmmsg.restype = ctypes.c_int
+        return libc
 
     def send(self, rows: np.ndarray, offset: int, length: int, port: int) -> int:
         """Send bytes ``[offset, offset + length)`` of every row of ``rows`` (n frames of equal

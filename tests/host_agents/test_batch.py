@@ -15,6 +15,8 @@ from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.worker import FragmentLabel, Worker
 
+from loopback import require_loopback_udp
+
 BIG = 32767.99998          # just inside int32 at scale 2^16
 
 
@@ -259,19 +261,21 @@ def _net() -> str:
 
 
 def _mmsg_or_skip(mmsg: bool) -> None:
-    if mmsg and MmsgSocket.create(socket.socket(socket.AF_INET, socket.SOCK_DGRAM), 4, 64) is None:
-        pytest.skip("no sendmmsg/recvmmsg here")
+    """Skips where the platform has no sendmmsg/recvmmsg (MmsgSocket.create gives None only
+    then; any other failure of it raises and fails the test)."""
+    if mmsg:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            if MmsgSocket.create(s, 4, 64) is None:
+                pytest.skip("no sendmmsg/recvmmsg here")
 
 
 @pytest.mark.parametrize("mmsg", [False, True], ids=["sendto", "sendmmsg"])
 def test_udp_send_many_and_recv_many_carry_what_send_and_recv_carry(mmsg: bool) -> None:
     _mmsg_or_skip(mmsg)
     k, net = 8, _net()
-    try:
-        a = UdpTransport(f"{net}.1", lanes=k, batch=16, mmsg=mmsg)
-        b = UdpTransport(f"{net}.2", lanes=k, batch=16, mmsg=mmsg)
-    except OSError as e:
-        pytest.skip(f"cannot bind loopback UDP: {e}")
+    require_loopback_udp(f"{net}.1", f"{net}.2")
+    a = UdpTransport(f"{net}.1", lanes=k, batch=16, mmsg=mmsg)
+    b = UdpTransport(f"{net}.2", lanes=k, batch=16, mmsg=mmsg)
     assert (a._mmsg is not None) == mmsg
     try:
         frames = []
@@ -330,10 +334,8 @@ def test_run_udp_uses_per_frame_calls_of_a_transport_that_overrides_them() -> No
             return f
 
     k, net = 4, _net()
-    try:
-        trs = [Counting(f"{net}.1", lanes=k), UdpTransport(f"{net}.2", lanes=k)]
-    except OSError as e:
-        pytest.skip(f"cannot bind loopback UDP: {e}")
+    require_loopback_udp(f"{net}.1", f"{net}.2")
+    trs = [Counting(f"{net}.1", lanes=k), UdpTransport(f"{net}.2", lanes=k)]
     recv_many, send_many = _batched_io(trs[0])
     assert recv_many != trs[0].recv_many and send_many != trs[0].send_many
     assert _batched_io(trs[1]) == (trs[1].recv_many, trs[1].send_many)
@@ -359,10 +361,8 @@ def test_send_many_through_sendmmsg_waits_then_counts_a_drop_like_send() -> None
     count it (as ``send`` does) and go on with the rest."""
     _mmsg_or_skip(True)
     k, net = 4, _net()
-    try:
-        tx, rx = UdpTransport(f"{net}.1", lanes=k, mmsg=True), UdpTransport(f"{net}.2", lanes=k, mmsg=True)
-    except OSError as e:
-        pytest.skip(f"cannot bind loopback UDP: {e}")
+    require_loopback_udp(f"{net}.1", f"{net}.2")
+    tx, rx = UdpTransport(f"{net}.1", lanes=k, mmsg=True), UdpTransport(f"{net}.2", lanes=k, mmsg=True)
     real, calls = tx._mmsg.send, []
 
     def full_twice(rows, offset, length, port):          # type: ignore[no-untyped-def]

@@ -13,16 +13,16 @@ from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.worker import FragmentLabel, Worker
 
+from loopback import require_loopback_udp
+
 K = 16
 
 
 def test_two_workers_and_a_ps_over_udp_loopback() -> None:
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"    # avoid other runs' addresses
     ips = [f"{net}.{i}" for i in (1, 2, 3)]
-    try:
-        transports = [UdpTransport(ip, lanes=K) for ip in ips]
-    except OSError as e:
-        pytest.skip(f"cannot bind loopback UDP: {e}")
+    require_loopback_udp(*ips)
+    transports = [UdpTransport(ip, lanes=K) for ip in ips]
     rng = np.random.default_rng(0)
     grads = [rng.normal(0, 1, 100) for _ in range(2)]
     rto = dict(initial=0.2, minimum=0.05, maximum=0.5)

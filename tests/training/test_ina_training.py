@@ -14,6 +14,8 @@ from training.allreduce import (EXP_MAX, EXP_MIN, GradientRangeError, InaAllRedu
                                 serve_ps, sum_error_bound)
 from training.local import loopback_job, run_mode
 
+from loopback import require_loopback_udp
+
 U32 = 2.0 ** -24
 
 
@@ -36,10 +38,8 @@ def loopback3():
     job = loopback_job(3)
     stop, ready = threading.Event(), threading.Event()
     ps = threading.Thread(target=serve_ps, args=(job, stop.is_set), kwargs={"on_ready": ready.set, "timeout": 60})
-    try:
-        ars = [InaAllReduce(job, w, timeout=10) for w in range(3)]
-    except OSError as e:
-        pytest.skip(f"cannot bind loopback UDP: {e}")
+    require_loopback_udp(job.ps_ip, *(ip for ip, _ in job.workers))
+    ars = [InaAllReduce(job, w, timeout=10) for w in range(3)]
     ps.start()
     assert ready.wait(10)
     try:
