@@ -18,7 +18,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -137,6 +137,16 @@ async def send(served: Served, host: str, frame: bytes) -> None:
     await asyncio.to_thread(served.sock[host].send, frame)
 
 
+async def until(cond: Callable[[], object], timeout: float, what: str) -> None:
+    """Return as soon as ``cond()`` holds; fail after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            pytest.fail(f"{what}: not after {timeout} s")
+        await asyncio.sleep(0.001)
+
+
 # ------------------------------------------------------------------------------ tests
 
 def test_finsy_entries_multicast_register_packet_io_and_arbitration(served: Served | None
@@ -206,7 +216,10 @@ async def _scenario_main(served: Served) -> None:
                 return pkt
 
         waiter = asyncio.create_task(first_packet_in())
-        await asyncio.sleep(0.1)  # let read_packets register its queue
+        # finsy drops a PacketIn that arrives before a reader's queue is registered on the
+        # Switch (Switch._packet_queues): send only once it is
+        await until(lambda: sw._packet_queues or waiter.done(), 5.0, "read_packets registers its queue")
+        assert not waiter.done(), f"read_packets ended before any PacketIn: {waiter.exception()!r}"
         await send(served, "h2", tagged(CPU_MAC, H2, 5))
         pin = await asyncio.wait_for(waiter, 5.0)
         assert pin["ingress_port"] == 2
