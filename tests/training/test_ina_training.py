@@ -93,7 +93,6 @@ def test_allreduce_is_the_exact_sum_within_the_fixed_point_bound(loopback3) -> N
     assert ars[0].stats.rounds == 2 * len(mags) + 2 and ars[0].stats.redone == 0
     assert ars[0].stats.last_round == ars[0].stats.rounds - 1           # rounds from 0
     assert [c[2] for c in ars[0].stats.per_call] == [3000] * len(mags) + [5]
-    assert all(c[1] == 0 for c in ars[0].stats.per_call)                # nothing lost on loopback
 
 
 def test_a_job_run_again_continues_its_round_numbers() -> None:
