@@ -38,6 +38,8 @@ from p4sim.ports import DataplaneLoop, Impairment, Port, PortError
 log = logging.getLogger("p4sim.serve")
 
 READY_PREFIX = "p4sim: serving"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVEL_CHOICES = [level.lower() for level in LOG_LEVELS] + list(LOG_LEVELS)
 
 
 class UsageError(Exception):
@@ -116,9 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["auto", "python", "c"], default=None,
                    help="execute the program in Python (the reference), compiled to C, or C "
                         "when possible (auto); default $P4SIM_BACKEND, else auto")
-    p.add_argument("--log-level", default="info",
-                   choices=["debug", "info", "warning", "error", "critical",
-                            "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    p.add_argument("--log-level", default="info", choices=LOG_LEVEL_CHOICES)
     return p
 
 
@@ -153,6 +153,22 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
     return ports
 
 
+def parse_switch_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[Port]]:
+    """The arguments of one switch, parsed and checked, and its ports. ``p4sim serve`` and every
+    switch of ``p4sim serve-many`` come through here, so that both refuse the same mistakes with
+    the same one-line message. Raises UsageError."""
+    args = build_parser().parse_args(argv)
+    if args.grpc_addr is not None:
+        _parse_addr(args.grpc_addr)
+    if args.bfrt_addr is not None:
+        _parse_addr(args.bfrt_addr, "--bfrt-addr")
+        if args.arch != "tna":
+            raise UsageError("--bfrt-addr serves TNA programs: add --arch tna")
+    if args.bfrt_json is not None and args.bfrt_addr is None:
+        raise UsageError("--bfrt-json is the schema BfRuntime serves: add --bfrt-addr")
+    return args, _make_ports(args)
+
+
 def make_loader(*, program: str, arch: str, include_dirs: list[str], cpu_port: int | None,
                 seed: int, backend: str | None = None) -> Callable[..., Any]:
     """The ``loader`` of the P4Runtime server: compile a device config (P4 source, bytes or
@@ -185,16 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "serve":  # accept both `main(["serve", ...])` and `main([...])`
         argv = argv[1:]
     try:
-        args = build_parser().parse_args(argv)
-        if args.grpc_addr is not None:
-            _parse_addr(args.grpc_addr)
-        if args.bfrt_addr is not None:
-            _parse_addr(args.bfrt_addr, "--bfrt-addr")
-            if args.arch != "tna":
-                raise UsageError("--bfrt-addr serves TNA programs: add --arch tna")
-        if getattr(args, "bfrt_json", None) is not None and args.bfrt_addr is None:
-            raise UsageError("--bfrt-json is the schema BfRuntime serves: add --bfrt-addr")
-        ports = _make_ports(args)
+        args, ports = parse_switch_args(argv)
     except UsageError as e:
         print(f"p4sim serve: error: {e}", file=sys.stderr)
         return 2

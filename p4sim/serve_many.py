@@ -4,9 +4,10 @@
     python -m p4sim serve-many --switch 'PROGRAM.p4 ARGS...' [--switch '...']... [--log-level LEVEL]
 
 Each switch is described by exactly the arguments of ``python -m p4sim serve`` (program,
-``--arch``, ``-I``, ``--device-id``, ``--grpc-addr``, ``--bfrt-addr``, ``-i PORTNUM@IFACE``,
-``--cpu-port``, ``--drop-rate``/``--delay-ms``/``--jitter-ms``/``--seed``/``--impair``,
-``--pcap-dir``), checked the same way; ``--log-level`` of a switch is ignored (the process has
+``--arch``, ``-I``, ``--device-id``, ``--grpc-addr``, ``--bfrt-addr``, ``--bfrt-json``,
+``-i PORTNUM@IFACE``, ``--cpu-port``, ``--drop-rate``/``--delay-ms``/``--jitter-ms``/``--seed``/
+``--impair``, ``--pcap-dir``, ``--backend``), checked by the same code
+(:func:`p4sim.serve.parse_switch_args`); ``--log-level`` of a switch is ignored (the process has
 one). CONFIG.json is ``{"switches": [ARGS, ...], "log_level": "warning"}`` where ARGS is a
 list of strings or one shell-quoted string. No interface may belong to two switches.
 
@@ -36,8 +37,8 @@ import threading
 from typing import Any, Sequence
 
 from p4sim.ports import Port
-from p4sim.serve import (ServedSwitch, StartError, UsageError, _parse_addr, _Parser,
-                         _make_ports, build_parser, start_switch)
+from p4sim.serve import (LOG_LEVEL_CHOICES, LOG_LEVELS, ServedSwitch, StartError, UsageError,
+                         _Parser, parse_switch_args, start_switch)
 
 log = logging.getLogger("p4sim.serve")
 
@@ -75,17 +76,6 @@ def _switch_argvs(args: argparse.Namespace) -> tuple[list[list[str]], str | None
     return argvs, level
 
 
-def _parse_switch(argv: list[str]) -> tuple[argparse.Namespace, list[Port]]:
-    sw_args = build_parser().parse_args(argv)
-    if sw_args.grpc_addr is not None:
-        _parse_addr(sw_args.grpc_addr)
-    if sw_args.bfrt_addr is not None:
-        _parse_addr(sw_args.bfrt_addr, "--bfrt-addr")
-        if sw_args.arch != "tna":
-            raise UsageError("--bfrt-addr serves TNA programs: add --arch tna")
-    return sw_args, _make_ports(sw_args)
-
-
 def _name(k: int, a: argparse.Namespace | None) -> str:
     return f"switch {k}" + (f" (device-id {a.device_id})" if a is not None else "")
 
@@ -99,9 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("config", nargs="?", default=None, help="JSON file: {\"switches\": [...]}")
     p.add_argument("--switch", action="append", default=[], metavar="'PROGRAM ARGS...'",
                    help="one switch: `p4sim serve` arguments in one shell-quoted string")
-    p.add_argument("--log-level", default=None,
-                   choices=["debug", "info", "warning", "error", "critical",
-                            "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    p.add_argument("--log-level", default=None, choices=LOG_LEVEL_CHOICES)
     parsed: list[tuple[argparse.Namespace, list[Port]]] = []
     k = -1  # the switch being parsed (-1: the serve-many arguments themselves)
     try:
@@ -109,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argvs, cfg_level = _switch_argvs(args)
         owner: dict[str, int] = {}
         for k, sw_argv in enumerate(argvs):
-            sw_args, ports = _parse_switch(sw_argv)
+            sw_args, ports = parse_switch_args(sw_argv)
             for port in ports:
                 if port.ifname in owner:
                     raise UsageError(f"interface {port.ifname!r} belongs to switch "
@@ -121,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"p4sim serve-many: error: {where}{e}", file=sys.stderr)
         return 2
     level = (args.log_level or cfg_level or "info").upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    if level not in LOG_LEVELS:
         print(f"p4sim serve-many: error: bad log_level {level!r}", file=sys.stderr)
         return 2
     logging.basicConfig(level=level, stream=sys.stderr,

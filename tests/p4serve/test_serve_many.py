@@ -143,3 +143,25 @@ def test_serve_many_bad_arguments(args: list[str], message: str) -> None:
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("switch_args, message", [
+    # no such interface: the --bfrt-json check must refuse the switch before its ports are opened
+    (["--bfrt-json", "bf-rt.json", "-i", "1@no-such-if0"],
+     "--bfrt-json is the schema BfRuntime serves: add --bfrt-addr"),
+    (["--bfrt-addr", "127.0.0.1:0"], "--bfrt-addr serves TNA programs: add --arch tna"),
+    (["--grpc-addr", "nowhere"], "bad --grpc-addr 'nowhere': expected HOST:PORT"),
+    (["-i", "lo"], "bad -i 'lo': expected PORTNUM@IFACE, e.g. 1@veth1"),
+])
+def test_serve_many_checks_a_switchs_arguments_as_serve_does(switch_args: list[str],
+                                                             message: str) -> None:
+    """One checker for both commands: a switch of serve-many is refused with serve's message."""
+    program = "tests/p4serve/fwd.p4"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    serve = subprocess.run([sys.executable, "-m", "p4sim", "serve", program, *switch_args],
+                           capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    many = subprocess.run(serve_many("--switch", " ".join([program, *switch_args])),
+                          capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert serve.returncode == many.returncode == 2, (serve.stderr, many.stderr)
+    assert serve.stderr.strip() == f"p4sim serve: error: {message}"
+    assert many.stderr.strip() == f"p4sim serve-many: error: switch 0: {message}"
