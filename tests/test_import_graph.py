@@ -40,6 +40,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "p4sim"
 VOCABULARY = ROOT / "p4control"     # the control-plane vocabulary: client and server side
+BUILD_CACHE = ROOT / "cbuild"        # the C build cache: p4sim's backend and hostlib's data path
 CONTROLLER = ROOT / "controller"
 EMULATION = ROOT / "emulation"
 EMULATION_CLI = EMULATION / "run.py"   # the command line: library code lives beside it
@@ -232,6 +233,16 @@ def test_control_plane_vocabulary_is_a_leaf():
     assert {"p4sim", "controller"} <= ours            # the check sees the packages it guards
     found = _importers_of(VOCABULARY, ours)
     assert not found, f"p4control files importing other packages of ours: {found}"
+
+
+def test_build_cache_is_a_leaf():
+    """cbuild is imported by p4sim (its C backend) and hostlib (its native data path); it
+    imports nothing of ours, so hostlib does not depend on the simulator for it."""
+    ours = _our_packages() - {BUILD_CACHE.name}
+    assert {"p4sim", "hostlib"} <= ours
+    found = _importers_of(BUILD_CACHE, ours)
+    assert not found, f"cbuild files importing other packages of ours: {found}"
+    assert _importers_of(PKG, {BUILD_CACHE.name})        # one cache, not one per user
 
 
 def test_both_sides_use_the_vocabulary():

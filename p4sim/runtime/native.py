@@ -4,8 +4,9 @@
 compiler into a shared library cached under ``$P4SIM_CACHE_DIR`` (default
 ``~/.cache/p4sim``) keyed by the SHA-256 of the generated C, the flags and the compiler's
 identity (never by where the P4 file lies: a pipeline pushed into a fresh temporary directory
-reuses the build), and loads it with ctypes. The cache keeps the most recently used builds
-within ``$P4SIM_CACHE_MAX_MB`` (default 512); ``python -m p4sim cache`` shows or clears it. :class:`NativePipeline` has V1ModelPipeline's
+reuses the build), and loads it with ctypes. The cache (the project's shared one, ``cbuild``)
+keeps the most recently used builds within ``$P4SIM_CACHE_MAX_MB`` (default 512);
+``python -m p4sim cache`` shows or clears it. :class:`NativePipeline` has V1ModelPipeline's
 ``process(port, data)`` contract; one C call per unicast or dropped packet.
 
 Control-plane state stays in the Python objects: register cells live in C arrays that the
@@ -15,17 +16,14 @@ snapshot whenever their ``generation`` changed, multicast groups are read from `
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import logging
 import os
-import shutil
-import subprocess
-import tempfile
 from array import array
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from cbuild import Build, BuildCache, BuildError, megabytes_from_env
 
 from ..backend.cgen import CProgram, CUnsupported, generate_c
 from ..errors import CompileError
@@ -68,7 +66,7 @@ def resolve_backend(requested: str | None) -> tuple[str, bool]:
 
 
 CACHE_MAX_MB = 512              # default bound of the build cache (``$P4SIM_CACHE_MAX_MB``)
-_CACHE_GLOB = "p4sim-*.so"
+CACHE_PREFIX = "p4sim"          # build file names: p4sim-<key>.so
 
 
 def cache_dir() -> Path:
@@ -76,98 +74,40 @@ def cache_dir() -> Path:
 
 
 def cache_limit_bytes() -> int:
-    raw = os.environ.get("P4SIM_CACHE_MAX_MB")
     try:
-        mb = float(raw) if raw else CACHE_MAX_MB
-    except ValueError:
-        raise CompileError(f"P4SIM_CACHE_MAX_MB={raw!r} is not a number of megabytes") from None
-    return max(0, int(mb * 2**20))
+        return megabytes_from_env("P4SIM_CACHE_MAX_MB", CACHE_MAX_MB)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
+
+
+def _cache(directory: Path | None = None, limit_bytes: int | None = None) -> BuildCache:
+    return BuildCache(directory or cache_dir(), CACHE_PREFIX,
+                      cache_limit_bytes() if limit_bytes is None else limit_bytes)
 
 
 def cache_entries(directory: Path | None = None) -> list[tuple[Path, int, float]]:
     """The cached builds as (path, bytes, last use), most recently used first."""
-    out = []
-    for path in (directory or cache_dir()).glob(_CACHE_GLOB):
-        try:
-            st = path.stat()
-        except OSError:         # removed by a concurrent prune
-            continue
-        out.append((path, st.st_size, st.st_mtime))
-    out.sort(key=lambda e: e[2], reverse=True)
-    return out
+    return [(e.path, e.size, e.last_use) for e in _cache(directory, 0).entries()]
 
 
 def prune_cache(limit_bytes: int | None = None, keep: Path | None = None,
                 directory: Path | None = None) -> list[Path]:
     """Remove the least recently used builds until the cache fits ``limit_bytes`` (default:
     ``cache_limit_bytes()``); ``keep`` (the build just made or used) is never removed, and a
-    0 limit removes everything else. A library still mapped by a running process stays valid
-    after its file is unlinked. Returns the removed paths."""
-    limit = cache_limit_bytes() if limit_bytes is None else limit_bytes
-    total = 0
-    removed = []
-    for path, size, _ in cache_entries(directory):
-        if path == keep or total + size <= limit:
-            total += size
-            continue
-        try:
-            path.unlink()
-            removed.append(path)
-        except FileNotFoundError:
-            pass
-    return removed
+    0 limit removes everything else. Returns the removed paths."""
+    return _cache(directory, limit_bytes).prune(keep=keep)
 
 
-def _compiler() -> tuple[str, str]:
-    """Path and identity (its --version banner) of the C compiler, or NativeUnavailable."""
-    cc = shutil.which(os.environ.get("CC") or "cc")
-    if cc is None:
-        raise NativeUnavailable("no C compiler found (cc; set $CC to choose one)")
-    try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise NativeUnavailable(f"C compiler {cc} does not run: {e}") from None
-    return cc, (out.stdout.splitlines() or [""])[0]
-
-
-@dataclass
-class BuildResult:
-    path: Path
-    warnings: str          # the compiler's diagnostics when it was built here ("" from the cache)
+BuildResult = Build           # path, and the compiler's warnings ("" from the cache)
 
 
 def build_shared_library(source: str, origin: str | None = None) -> BuildResult:
     """Compile ``source`` into a shared library, or reuse the cached one (``origin``: the
     P4 program, named in errors)."""
-    cc, ident = _compiler()
-    key = hashlib.sha256("\0".join([source, " ".join(CFLAGS), ident]).encode()).hexdigest()
-    out_dir = cache_dir()
-    target = out_dir / f"p4sim-{key[:32]}.so"
-    if target.exists():
-        try:
-            os.utime(target)        # its last use, for the cache's least-recently-used bound
-        except OSError:
-            pass                    # a read-only cache still serves its builds
-        return BuildResult(target, "")
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
-            c_file = Path(tmp) / "program.c"
-            c_file.write_text(source)
-            so_tmp = Path(tmp) / "program.so"
-            r = subprocess.run([cc, *CFLAGS, "-o", str(so_tmp), str(c_file)],
-                               capture_output=True, text=True, timeout=600)
-            if r.returncode != 0:
-                first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[:200])
-                raise NativeUnavailable(f"C compiler failed on the generated code: {first.strip()}",
-                                        origin)
-            os.replace(so_tmp, target)     # atomic: concurrent builders race harmlessly
-        prune_cache(keep=target, directory=out_dir)
-    except OSError as e:
-        raise NativeUnavailable(f"cannot build in {out_dir}: {e.strerror or e}", origin) from None
-    except subprocess.TimeoutExpired:
-        raise NativeUnavailable("C compiler timed out", origin) from None
-    return BuildResult(target, r.stderr)
+        return _cache().build({"program.c": source}, CFLAGS, what="the generated code")
+    except BuildError as e:
+        raise NativeUnavailable(str(e), origin) from None
 
 
 class NativeProgram:
