@@ -286,6 +286,7 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_ig_metadata_t meta,
         const entries = {
             (KIND_FRAGMENT, SIT_CLAIM, _) : agg_priority_claim_op();
             (KIND_FRAGMENT, SIT_NEWER, _) : agg_priority_claim_op();
+            (KIND_FRAGMENT, SIT_SAME, 1)  : agg_priority_claim_op();     // ESA renewal on a merge
             (KIND_FRAGMENT, SIT_OTHER, 1) : agg_priority_contest_op();
             (KIND_TAKE, _, _)             : agg_priority_take_op();
             (KIND_TAKE_HOLD, _, _)        : agg_priority_take_op();

@@ -245,6 +245,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             agg_overflow.read(ovf, meta.agg_index);
             count = count + hdr.ina.count;
             bitmap = bitmap | hdr.ina.bitmap;
+            if (meta.preemption == 1) {
+                // ESA priority renewal: a holder still being fed takes its job's current
+                // priority again, whatever earlier contests halved it to
+                agg_priority.write(meta.agg_index, hdr.ina.priority);
+            }
             if (count >= hdr.ina.fan_in) {
                 if (meta.hold == 1) {
                     lanes_add_and_take();

@@ -485,8 +485,9 @@ def test_case5_first_copy_of_the_preempting_fragment_lost(arch):
     assert net.workers[(HIGH, 1)].stats.resent == 1
     (drained,) = net.to_ps_log(Flags.REMINDER | Flags.PREEMPTED)
     h = drained.header
-    # HIGH's partial, its priority halved by each of LOW's two failed preemptions (ESA's downgrade)
-    assert (h.job_id, h.bitmap, h.count, h.priority) == (HIGH, 0b1101, 3, 200 // 4)
+    # HIGH's partial: LOW's two failed preemptions halved its priority to 200 // 4 (ESA's
+    # downgrade), HIGH's workers 2 and 3 renewed it to 200 as they merged (rule 3)
+    assert (h.job_id, h.bitmap, h.count, h.priority) == (HIGH, 0b1101, 3, 200)
     assert np.array_equal(drained.lanes.astype(np.int64), sum(net.value((HIGH, w)) for w in (0, 2, 3)))
     assert all(net.workers[(LOW, w)].stats.resent == 0 for w in range(4))    # LOW: done by the PS
     assert np.array_equal(net.ps.result(LOW, 0, 0), net.expected(LOW, 0))

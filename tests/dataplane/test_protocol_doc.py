@@ -552,6 +552,22 @@ def test_downgrade_halves_down_to_zero_and_equal_priority_never_swaps(arch: str)
     assert s.register("agg_priority", 0) == 0
 
 
+def test_a_merge_renews_the_holders_priority(arch: str) -> None:
+    """Rule 3: a same-key contribution of a preemptive job sets the aggregator's priority to
+    its own, undoing the halving of failed contests (rule 5), so a contender that would have
+    beaten the halved holder loses again."""
+    s = Bench(arch, workers=3, pool_size=1, preemption=True)
+    s.absorbed(s.fragment(0, fan_in=3, fragment_id=1, priority=8), 1)
+    loser = s.fragment(0, fan_in=3, fragment_id=2, priority=3)
+    assert s.one(loser, 2).pkt.header.flags == Flags.COLLISION
+    assert s.register("agg_priority", 0) == 4                  # halved by the failed contest
+    s.absorbed(s.fragment(1, fan_in=3, fragment_id=1, priority=8), 3)
+    assert s.register("agg_priority", 0) == 8                  # renewed by the merge
+    contender = s.fragment(1, fan_in=3, fragment_id=2, priority=5)
+    assert s.one(contender, 4).pkt.header.flags == Flags.COLLISION   # 5 > 4 would have won
+    assert s.register("agg_priority", 0) == 4
+
+
 def test_priority_one_beats_a_holder_at_zero(arch: str) -> None:
     """Rule 5: `priority > agg.priority` -- 1 > 0 wins the aggregator."""
     s = Bench(arch, workers=2, pool_size=1, preemption=True)
