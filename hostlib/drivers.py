@@ -10,6 +10,10 @@
   replies in one sendmmsg (``MmsgSocket``; sendto where it is missing). For a Worker,
   WorkerGroup or ParameterServer, ``run_udp`` runs hostlib.native's C loop instead where it is
   available (``native_udp``): no Python per frame in the common case.
+
+The drivers choose between the C data path and the Python cores; the cores (hostlib.worker,
+hostlib.ps) know neither. Importing this module installs hostlib.native's one-pass encoder for
+Worker.push (``set_round_encoder``), which falls back to numpy where the C path is unavailable.
 """
 from __future__ import annotations
 
@@ -28,8 +32,16 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import numpy as np
 
+from . import native as native_datapath
 from .agent import each_frame
+from .native.constants import SOL_UDP, UDP_GRO
 from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix, is_query
+from .ps import ParameterServer
+from .worker import Worker, WorkerGroup, set_round_encoder
+
+# Worker.push encodes a round's first copies in one C pass where hostlib.native is built (the
+# same bytes as the numpy path, which it falls back to)
+set_round_encoder(native_datapath.encode_round)
 
 
 class Agent(Protocol):
@@ -314,9 +326,9 @@ class UdpTransport:
         self.ip, self.port, self.lanes, self.dst_port, self.batch = ip, port, lanes, dst_port, batch
         # run_udp's C loops (hostlib.native) for this socket: None = where available, False = never.
         # Once they ran, the socket is theirs (on loopback its datagrams come GRO-coalesced, which
-        # only the C loop splits): its ring state lives in _native_io until close.
+        # only the C loop splits): its ring state lives in _rings until close.
         self.native = native
-        self._native_io: int | None = None
+        self._rings: native_datapath.SocketRings | None = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             try:
@@ -452,11 +464,31 @@ class UdpTransport:
         return prefix + data
 
     def close(self) -> None:
-        if getattr(self, "_native_io", None):
-            from .native import free_transport_io
-            self.sock.close()
-            free_transport_io(self)
         self.sock.close()
+        self._release_rings()
+
+    # ------------------------------------------------------------------ the C loops' state
+    def _native_rings(self) -> "native_datapath.SocketRings":
+        """The socket's C rings, made once and kept until it closes: what one C loop left in the
+        receive ring is the next one's, and with UDP_GRO on (loopback) the socket must be read
+        by the C loop, which splits coalesced datagrams."""
+        if self._rings is None:
+            gso = native_datapath.loopback_gso(self.ip)
+            if gso:
+                try:
+                    self.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+                except OSError:
+                    gso = False
+            self._rings = native_datapath.SocketRings(self.sock.fileno(), self.lanes, self.dst_port, gso)
+        return self._rings
+
+    def _release_rings(self) -> None:
+        """Back to the Python loop's reading: one datagram per buffer, no C rings."""
+        rings, self._rings = getattr(self, "_rings", None), None
+        if rings is not None:
+            rings.close()
+            if rings.gso and self.sock.fileno() >= 0:
+                self.sock.setsockopt(SOL_UDP, UDP_GRO, 0)
 
 
 def _batched_io(transport: Any) -> tuple[Callable[[float], list[bytes]], Callable[[list[bytes]], None]]:
@@ -491,8 +523,6 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
     """Whether :func:`run_udp` runs ``agent`` on ``transport`` with hostlib.native's C loop: a
     Worker, WorkerGroup of Workers or ParameterServer (not subclasses) on a UdpTransport with
     sendmmsg/recvmmsg, the real monotonic clock, and the C library built here."""
-    from .ps import ParameterServer
-    from .worker import Worker, WorkerGroup
     if not isinstance(transport, UdpTransport) or transport.native is False or clock is not time.monotonic:
         return False
     if type(agent) is WorkerGroup:
@@ -508,8 +538,7 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
         return False
     if transport._mmsg is None or transport.sock.fileno() < 0:
         return False
-    from . import native
-    return native.available()
+    return native_datapath.available()
 
 
 def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callable[[], bool] | None = None,
@@ -523,15 +552,12 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
     :func:`native_udp` allows, the C loop of hostlib.native does this without Python per frame
     (the same protocol: it hands every uncommon frame and every timer to the agent)."""
     if native_udp(agent, transport, clock):
-        from .native import run_udp_native
-        return run_udp_native(agent, transport, timeout, stop, poll)
+        return _run_udp_native(agent, transport, timeout, stop, poll)
     if transport.native is True and isinstance(transport, UdpTransport):
-        from .native import unavailable_reason
         raise RuntimeError("UdpTransport(native=True), but run_udp cannot use hostlib.native for this agent and "
-                           f"transport ({unavailable_reason() or 'see hostlib.drivers.native_udp'})")
-    if getattr(transport, "_native_io", None):
-        from .native import free_transport_io
-        free_transport_io(transport)       # the socket goes back to one datagram per read
+                           f"transport ({native_datapath.unavailable_reason() or 'see hostlib.drivers.native_udp'})")
+    if isinstance(transport, UdpTransport):
+        transport._release_rings()       # the socket goes back to one datagram per read
     stop = stop or getattr(agent, "done")
     recv_many, send_many = _batched_io(transport)
     on_frames = getattr(agent, "on_frames", None)
@@ -555,3 +581,43 @@ def run_udp(agent: Agent, transport: UdpTransport, timeout: float, stop: Callabl
         if out:
             send_many(out)
     return True
+
+
+def _run_udp_native(agent: Worker | WorkerGroup | ParameterServer, transport: UdpTransport, timeout: float,
+                    stop: Callable[[], bool] | None, poll: float) -> bool:
+    """:func:`run_udp` on hostlib.native's C loops (where :func:`native_udp` allows). The
+    transport's ``counts`` (frames and frame bytes each way, if it keeps them, as
+    emulation.agents.CountingTransport does) and ``send_dropped`` get what was moved, by C and
+    by the Python cores' replies alike."""
+    rings = transport._native_rings()
+    twin: native_datapath.NativeWorker | native_datapath.NativeGroup | native_datapath.NativePs
+    if isinstance(agent, ParameterServer):
+        twin = native_datapath.NativePs(agent)
+    elif isinstance(agent, WorkerGroup):
+        twin = native_datapath.NativeGroup(agent)
+    else:
+        twin = native_datapath.NativeWorker(agent)
+    before = rings.counts()
+    moved = [0, 0, 0]          # the Python cores' replies: frames, bytes, and those dropped
+
+    def send(frames: list[bytes]) -> None:
+        if frames:
+            dropped = transport.send_dropped
+            UdpTransport.send_many(transport, frames)     # not a subclass's: it would count them again
+            moved[0] += len(frames)
+            moved[1] += sum(map(len, frames))
+            moved[2] += transport.send_dropped - dropped
+            transport.send_dropped = dropped
+
+    try:
+        return native_datapath.run_loop(twin, rings, to_frame=transport._frame, send=send, timeout=timeout,
+                                    stop=stop or agent.done, stop_when_done=stop is None, poll=poll)
+    finally:
+        c = rings.counts() - before
+        counts = getattr(transport, "counts", None)
+        if isinstance(counts, dict):
+            for k, v in (("tx_packets", c.tx_packets + moved[0]), ("tx_bytes", c.tx_bytes + moved[1]),
+                         ("rx_packets", c.rx_packets), ("rx_bytes", c.rx_bytes)):
+                if k in counts:
+                    counts[k] += v
+        transport.send_dropped += c.send_dropped + moved[2]

@@ -131,7 +131,7 @@ class JobConfig:
 
 
 @dataclass(slots=True)
-class _Entry:
+class Entry:
     created: float
     deadline: float
     timeout: float
@@ -155,7 +155,7 @@ class _Entry:
     result: np.ndarray | None = None
     completed_at: float = -1.0     # when its result went out (-1: not complete)
     slot: int = -1                 # in on_frames: its place among the batch's completions
-    seq: int = 0                   # creation order, kept by hostlib.native when it hands entries over
+    seq: int = 0                   # creation order, kept by an accelerated twin when it hands entries over
 
     @property
     def resend_bitmap(self) -> int:
@@ -163,6 +163,18 @@ class _Entry:
         for w in self.resend:
             b |= 1 << w
         return b
+
+
+@dataclass(slots=True)
+class PsState:
+    """The ParameterServer's fragment state, handed to and taken back from an accelerated twin of
+    the core (hostlib.native's NativePs completes network contributions in C and moves an entry
+    here for good whenever the Python core needs it): :meth:`ParameterServer.export_state`,
+    :meth:`ParameterServer.import_state`. The dicts are the PS's own, not copies; a twin may
+    change them in place or replace them, and imports the state back before the PS runs again."""
+    entries: dict[Key, Entry]       # every entry kept (complete ones serve resends)
+    open: dict[Key, Entry]          # the incomplete ones, in creation order (the timers' order)
+    newest: dict[int, int]          # job -> newest round seen
 
 
 @dataclass
@@ -252,14 +264,14 @@ class ParameterServer:
         # before that result could have arrived (``_on_resend``)
         self.query_rtt = RtoEstimator(initial=self.timeout.minimum, minimum=RETRY_MIN, maximum=self.timeout.maximum)
         self.stats = PsStats()
-        self._entries: dict[Key, _Entry] = {}        # (job, round, sub-model, fragment)
+        self._entries: dict[Key, Entry] = {}        # (job, round, sub-model, fragment)
         # the incomplete ones, in creation order: timers only ever concern these, and a round's
         # complete entries (kept to serve resends) must not cost a scan per frame
-        self._open: dict[Key, _Entry] = {}
+        self._open: dict[Key, Entry] = {}
         self._newest: dict[int, int] = {}            # job -> newest round seen
-        self._completions: list[tuple[Key, _Entry, JobConfig]] | None = None   # on_frames' deferred results
-        # set whenever a first copy was counted and the gap rule evaluated for it (hostlib.native
-        # then applies the rule to the preceding entry where C holds it)
+        self._completions: list[tuple[Key, Entry, JobConfig]] | None = None   # on_frames' deferred results
+        # set whenever a first copy was counted and the gap rule evaluated for it (an accelerated
+        # twin then applies the rule to the preceding entry where it holds that one)
         self.gap_checked = False
 
     # ------------------------------------------------------------------ inspection
@@ -279,6 +291,15 @@ class ParameterServer:
         self._entries = {k: e for k, e in self._entries.items() if job_id is not None and k[0] != job_id}
         self._open = {k: e for k, e in self._open.items() if job_id is not None and k[0] != job_id}
         self._newest = {j: r for j, r in self._newest.items() if job_id is not None and j != job_id}
+
+    # ------------------------------------------------------------------ accelerated twins
+    def export_state(self) -> PsState:
+        """The state an accelerated twin of this core needs (see :class:`PsState`)."""
+        return PsState(self._entries, self._open, self._newest)
+
+    def import_state(self, state: PsState) -> None:
+        """Take back a state from :meth:`export_state`, as a twin left it."""
+        self._entries, self._open, self._newest = state.entries, state.open, state.newest
 
     # ------------------------------------------------------------------ sans-IO core
     def start(self, now: float) -> list[bytes]:
@@ -321,7 +342,7 @@ class ParameterServer:
         return [f if isinstance(f, bytes) else
                 self._address(payloads[f.slot], completions[f.slot][2], f.worker) for f in out]
 
-    def _complete_all(self, completions: list[tuple[Key, _Entry, JobConfig]]) -> list[bytes]:
+    def _complete_all(self, completions: list[tuple[Key, Entry, JobConfig]]) -> list[bytes]:
         """The results of a batch's deferred completions, all at once; their payloads."""
         if not completions:
             return []
@@ -360,14 +381,14 @@ class ParameterServer:
             # contributions already left as the complete aggregate. Nothing to add.
             self.stats.count("no_contribution")
             return []
-        if not self._in_window(job_id, rnd):
+        if not self.in_window(job_id, rnd):
             self.stats.count("stale")     # a round every worker has finished
             return []
         key = (job_id, rnd, sub, frag)
         e = self._entries.get(key)
         if e is None:
             t = self.timeout.rto
-            e = self._entries[key] = self._open[key] = _Entry(now, now + t, t, self.lanes)
+            e = self._entries[key] = self._open[key] = Entry(now, now + t, t, self.lanes)
         if kind in ("result_copy", "drained") and e.recoveries and not e.replied:
             self._on_reply(e, now)
         if kind == "resend":
@@ -392,7 +413,7 @@ class ParameterServer:
         e.overflow |= bool(flags & _OVERFLOW)
         out = self._maybe_complete(key, e, job, now, mask)
         if kind in _FIRST_COPIES:
-            self._gap(job_id, rnd, sub, frag, bitmap, now)
+            self.gap_rule(job_id, rnd, sub, frag, bitmap, now)
         return out
 
     def on_timer(self, now: float) -> list[bytes]:
@@ -419,8 +440,9 @@ class ParameterServer:
         return not self._open
 
     # ------------------------------------------------------------------ internals
-    def _in_window(self, job_id: int, round: int) -> bool:
-        """Track the job's newest round; False for rounds before the one preceding it."""
+    def in_window(self, job_id: int, round: int) -> bool:
+        """Track the job's newest round (dropping the entries of rounds before the one preceding
+        it); False for such a round. An accelerated twin calls it for a round it sees first."""
         newest = self._newest.get(job_id)
         if newest is None or round > newest:
             self._newest[job_id] = round
@@ -429,7 +451,7 @@ class ParameterServer:
             return True
         return round >= newest - 1
 
-    def _on_resend(self, key: Key, e: _Entry, job: JobConfig, worker: int,
+    def _on_resend(self, key: Key, e: Entry, job: JobConfig, worker: int,
                    lanes: np.ndarray, now: float) -> list[bytes]:
         if e.result is not None:
             if self.query_rtt.srtt is not None and now - e.completed_at < self.query_rtt.srtt:
@@ -477,7 +499,7 @@ class ParameterServer:
             out += self._recover(key, e, job, now)
         return out
 
-    def _on_result_copy(self, key: Key, e: _Entry, job: JobConfig, worker: int, flags: int,
+    def _on_result_copy(self, key: Key, e: Entry, job: JobConfig, worker: int, flags: int,
                         lanes: np.ndarray, now: float) -> list[bytes]:
         """A worker's copy of the complete result (its answer to a query): final, so it
         completes the entry; passed on to every worker not known to hold it."""
@@ -497,7 +519,7 @@ class ParameterServer:
         self.stats.results_sent += len(out)
         return out
 
-    def _recover(self, key: Key, e: _Entry, job: JobConfig, now: float) -> list[bytes]:
+    def _recover(self, key: Key, e: Entry, job: JobConfig, now: float) -> list[bytes]:
         """Remind the aggregation nodes (drain a stuck partial) and query the workers whose
         contribution is missing (they answer with the result if they hold it, else their
         contribution)."""
@@ -523,7 +545,7 @@ class ParameterServer:
         return self._reminders(key, job, job.nodes_to_remind(key[2], lacking)) + [
             self._query(key, w, job) for w in missing]
 
-    def _on_reply(self, e: _Entry, now: float) -> None:
+    def _on_reply(self, e: Entry, now: float) -> None:
         """The first reply since ``e``'s last recovery that only a recovery gets: a sample of
         the answer round trip. After one recovery it is exact. After several (Karn's rule: it
         may answer an earlier one) it is still a lower bound of the round trip — it answers
@@ -541,7 +563,7 @@ class ParameterServer:
         elif e.recoveries > 1 and since > _LATE_REPLY * self.answer_rtt.rto:
             self.answer_rtt.sample(since)
 
-    def _gap(self, job_id: int, rnd: int, sub: int, frag: int, bitmap: int, now: float) -> None:
+    def gap_rule(self, job_id: int, rnd: int, sub: int, frag: int, bitmap: int, now: float) -> None:
         """A first copy of ``frag`` carried ``bitmap``. Each worker's fragments of a sub-model
         take one FIFO path to the PS (or to the switch whose partial comes here), so if the
         entry of the fragment before it is still open and lacks some of those workers, their
@@ -553,7 +575,7 @@ class ParameterServer:
         if e is not None and bitmap & ~(e.net_bitmap | e.resend_bitmap) and e.deadline > now:
             e.deadline = now
 
-    def _maybe_complete(self, key: Key, e: _Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
+    def _maybe_complete(self, key: Key, e: Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap if e.resend else e.net_bitmap) != mask:
             return []
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
@@ -604,7 +626,7 @@ class ParameterServer:
             out += self._reminders(key, job, nodes)
         return out
 
-    def _header(self, key: Key, e: _Entry, job: JobConfig, relay: int = 0) -> bytes:
+    def _header(self, key: Key, e: Entry, job: JobConfig, relay: int = 0) -> bytes:
         """The INA header of the RESULT every worker gets; with ``relay``, of the frame that
         node multicasts as that RESULT (rule 1: complete, so it only replicates it)."""
         n = len(job.round_workers(key[1]))
@@ -612,12 +634,12 @@ class ParameterServer:
         return pack_header(key[0], relay, key[2], key[3], WORKER_AGGREGATE, n, n, 0, job.round_mask(key[1]), flags,
                            key[1])
 
-    def _result_payload(self, key: Key, e: _Entry, job: JobConfig, relay: int = 0) -> bytes:
+    def _result_payload(self, key: Key, e: Entry, job: JobConfig, relay: int = 0) -> bytes:
         """INA header and lanes of the RESULT every worker gets (only the addressing differs)."""
         assert e.result is not None
         return self._header(key, e, job, relay) + e.result.astype(">i4").tobytes()
 
-    def _result_frame(self, key: Key, e: _Entry, worker: int, job: JobConfig, payload: bytes | None = None) -> bytes:
+    def _result_frame(self, key: Key, e: Entry, worker: int, job: JobConfig, payload: bytes | None = None) -> bytes:
         if e.result is _DEFERRED:
             return _Later(e.slot, worker)                   # type: ignore[return-value]
         if payload is None:
@@ -628,7 +650,7 @@ class ParameterServer:
         ip, mac = job.workers[worker]
         return frame_prefix(self.ip, ip, self.mac, self.gateway_mac or mac, INA_UDP_PORT, 64, len(payload)) + payload
 
-    def _relay(self, key: Key, e: _Entry, job: JobConfig, node: int) -> bytes:
+    def _relay(self, key: Key, e: Entry, job: JobConfig, node: int) -> bytes:
         """``e``'s result as the one frame ``node`` multicasts to every worker, addressed as
         its reminders are (their path passes it)."""
         self.stats.results_relayed += 1

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -85,7 +85,23 @@ NODE_TRIES_KEPT = 5
 STALE_AFTER = 1.5
 
 
-class _Round:
+# A one-pass encoder of a round's first copies: (values, sub-model sizes, scale bits, lanes,
+# clip, one header template per sub-model, the Ethernet/IPv4/UDP prefix) -> the frames back to
+# back, the bytes build_frames gives, or None (it cannot, or a value needs the numpy path's
+# exact error). The core does not know where one comes from: a driver layer installs it
+# (hostlib.drivers installs hostlib.native's C encoder).
+RoundEncoder = Callable[[np.ndarray, Sequence[int], int, int, bool, np.ndarray, bytes], "bytes | None"]
+_round_encoder: RoundEncoder | None = None
+
+
+def set_round_encoder(encoder: RoundEncoder | None) -> None:
+    """The encoder :meth:`Worker.push` tries first for Workers with ``native`` set (None: numpy's
+    only)."""
+    global _round_encoder
+    _round_encoder = encoder
+
+
+class Round:
     """One round's fragments: where each lies in the gradient, its first copy on the wire, and
     the results. Plain lists of ints, not an object per fragment: a round of a large model has
     hundreds of thousands of fragments and the hot path only ever indexes them.
@@ -157,6 +173,34 @@ class _Round:
         return rows[used].astype(np.int64)
 
 
+@dataclass(slots=True)
+class WorkerState:
+    """The Worker's protocol state that its public attributes do not show, handed to and taken
+    back from an accelerated twin of the core (hostlib.native's NativeWorker runs the common
+    case in C and the Worker the rest): :meth:`Worker.export_state`, :meth:`Worker.import_state`.
+
+    The containers are the Worker's own, not copies (a round can have hundreds of thousands of
+    fragments): a twin may change them in place or replace them, and imports the state back
+    before the Worker runs again. Per-fragment lists and bytearrays are indexed in send order."""
+    round: Round | None             # the current round (None before the first push)
+    started: bool                   # start() was called for it
+    done: bytearray                 # 1 per fragment with a result
+    n_done: int                     # how many
+    retransmitted: bytearray        # tries so far per fragment (0: only the first copy)
+    pending: dict[int, float]       # fragments awaiting a result -> deadline; keys ascend
+    first_sent: list[float]         # when each first copy was sent
+    timeout: list[float]            # each pending fragment's current timeout
+    resent_at: list[float]          # when each was last retransmitted
+    later_results: list[int]        # later results since it was sent; -1: presumed lost
+    path_srtt: list[float]          # per sub-model: smoothed RTT (-1: no sample yet)
+    path_rttvar: list[float]        # per sub-model: RTT variance
+    path_clean: list[float]         # per sub-model: last first copy answered unretransmitted (-1: none)
+    recovering: int                 # pending fragments already retransmitted
+    newest_answered: float          # latest send time among fragments with a result
+    base: int                       # first fragment without a result
+    next: int                       # first fragment never sent
+
+
 @dataclass
 class WorkerStats:
     sent: int = 0
@@ -201,10 +245,10 @@ class Worker:
         self.labels: Mapping[int, FragmentLabel] = (dict(enumerate(labels)) if not isinstance(labels, Mapping)
                                                     else labels)
         self.lanes, self.scale_bits, self.window, self.clip = lanes, scale_bits, window, clip
-        # hostlib.native where it is available: push encodes in C, run_udp runs the C loop
-        # (False: the Python cores only, e.g. to compare the two)
+        # accelerated paths where a driver offers them: push encodes with the installed round
+        # encoder, run_udp runs hostlib.native's C loop (False: the Python core only, e.g. to
+        # compare the two)
         self.native = native
-        self._native: object | None = None     # its NativeWorker, once run_udp made one
         self.rto = rto or RtoEstimator()
         # resend → result times of fragments resent once: how long a retransmitted fragment
         # waits before it is tried again. Not the RTO: a first copy's round trip waits for
@@ -217,7 +261,7 @@ class Worker:
         # at 1 % loss, GOAT's rounds went 1.36x -> 1.32x the lossless one in bench_loss.py
         self.retry_rtt = RtoEstimator(initial=self.rto.minimum, minimum=RETRY_MIN, maximum=self.rto.maximum)
         self.stats = WorkerStats()
-        self._cur: _Round | None = None
+        self._cur: Round | None = None
         self._done = bytearray()    # 1 per fragment with a result (bytearray: fast scalar access)
         self._n_done = 0            # how many (done() without scanning _done)
         # Fragments awaiting a result: index -> deadline. Keys ascend (inserted in send order,
@@ -245,7 +289,7 @@ class Worker:
         self._next = 0          # first fragment never sent
         self._started = False
         self.round = -1         # the current round (push() starts the next one)
-        self._previous: _Round | None = None    # the previous round, kept for the PS's queries
+        self._previous: Round | None = None    # the previous round, kept for the PS's queries
 
     # ------------------------------------------------------------------ application side
     def push(self, gradient: np.ndarray, submodel_sizes: Sequence[int] | None = None,
@@ -269,7 +313,7 @@ class Worker:
         if not 0 <= self.worker_id < MAX_WORKERS:
             raise ProtocolError(f"worker_id {self.worker_id} out of range 0..{MAX_WORKERS - 1}")
         lab = [self.labels[s] if sizes[s] else FragmentLabel(0, 0) for s in range(len(sizes))]
-        wire = self._encode_native(g, sizes, lab, rnd)
+        wire = self._encode_fast(g, sizes, lab, rnd)
         if wire is None:
             # encode everything now: an overflow is the caller's error, before anything is on the wire
             encoded = encode_fragments(g, sizes, self.scale_bits, self.lanes, self.clip)
@@ -289,7 +333,7 @@ class Worker:
             self._previous = self._cur
         self.round = rnd
         self.stats = WorkerStats()
-        self._cur = _Round(rnd, sizes, self.lanes, wire, self.stats.overflowed, order, [x.node_id for x in lab])
+        self._cur = Round(rnd, sizes, self.lanes, wire, self.stats.overflowed, order, [x.node_id for x in lab])
         self._done = bytearray(len(self._cur))
         self._n_done = 0
         n = len(self._cur)
@@ -304,15 +348,13 @@ class Worker:
         self._base = self._next = 0
         self._started = False
 
-    def _encode_native(self, g: np.ndarray, sizes: list[int], lab: list[FragmentLabel], rnd: int) -> bytes | None:
-        """The round's first copies from hostlib.native's one-pass encoder (the same bytes as the
-        numpy path below it), or None: no native path, or an error for the numpy path to raise
-        exactly as it always has (values are checked before header fields)."""
-        if not self.native or not 0 <= self.scale_bits < 63:
+    def _encode_fast(self, g: np.ndarray, sizes: list[int], lab: list[FragmentLabel], rnd: int) -> bytes | None:
+        """The round's first copies from the installed one-pass encoder (the same bytes as the
+        numpy path below it), or None: none installed or available, or an error for the numpy
+        path to raise exactly as it always has (values are checked before header fields)."""
+        encoder = _round_encoder
+        if encoder is None or not self.native or not 0 <= self.scale_bits < 63:
             return None               # e.g. a negative scale: the numpy path raises for it
-        from . import native
-        if not native.available():
-            return None
         used = [s for s in range(len(sizes)) if sizes[s]]
         pick = lambda attr: np.array([getattr(lab[s], attr) if sizes[s] else 0 for s in range(len(sizes))])  # noqa: E731
         try:
@@ -326,7 +368,25 @@ class Worker:
             return b""
         prefix = frame_prefix(self.ip, self.ps_ip, self.mac, self.gateway_mac, INA_UDP_PORT, 64,
                               HEADER_LEN + 4 * self.lanes)
-        return native.encode_round(g, sizes, self.scale_bits, self.lanes, self.clip, templates, prefix)
+        return encoder(g, sizes, self.scale_bits, self.lanes, self.clip, templates, prefix)
+
+    # ------------------------------------------------------------------ accelerated twins
+    def export_state(self) -> WorkerState:
+        """The state an accelerated twin of this core needs (see :class:`WorkerState`): the
+        Worker's own containers, current until it runs again or takes a state back."""
+        return WorkerState(self._cur, self._started, self._done, self._n_done, self._retransmitted, self._pending,
+                           self._first_sent, self._timeout, self._resent_at, self._later_results, self._path_srtt,
+                           self._path_rttvar, self._path_clean, self._recovering, self._newest_answered, self._base,
+                           self._next)
+
+    def import_state(self, state: WorkerState) -> None:
+        """Take back a state from :meth:`export_state`, as a twin left it."""
+        self._cur, self._started, self._done, self._n_done = state.round, state.started, state.done, state.n_done
+        self._retransmitted, self._pending = state.retransmitted, state.pending
+        self._first_sent, self._timeout, self._resent_at = state.first_sent, state.timeout, state.resent_at
+        self._later_results, self._recovering = state.later_results, state.recovering
+        self._path_srtt, self._path_rttvar, self._path_clean = state.path_srtt, state.path_rttvar, state.path_clean
+        self._newest_answered, self._base, self._next = state.newest_answered, state.base, state.next
 
     def done(self) -> bool:
         return self._started and self._n_done == len(self._done)
@@ -641,7 +701,7 @@ class Worker:
         wire, size = r.wire, r.frame_len
         return [wire[i * size:(i + 1) * size] for i in send]
 
-    def _presume_stale(self, r: _Round, now: float) -> int:
+    def _presume_stale(self, r: Round, now: float) -> int:
         """Presume lost the first copies that waited ``STALE_AFTER`` times their path's
         smoothed RTT (oldest first, while the recovery bound allows): each frees a window slot.
         Their timers stay: with no later result as evidence, nothing is resent early. Returns
@@ -659,13 +719,13 @@ class Worker:
                 freed += 1
         return freed
 
-    def _header(self, r: _Round, idx: int, node_id: int, flags: Flags) -> InaHeader:
+    def _header(self, r: Round, idx: int, node_id: int, flags: Flags) -> InaHeader:
         sub = r.sub[idx]
         label = self.labels[sub]
         return InaHeader.for_worker(self.job_id, node_id, sub, r.frag[idx], self.worker_id,
                                     label.fan_in, label.priority, flags, r.number)
 
-    def _result_copy(self, r: _Round, idx: int) -> bytes:
+    def _result_copy(self, r: Round, idx: int) -> bytes:
         """Our copy of a fragment's result, for the PS to pass on (RESULT|RESEND: no switch
         touches it)."""
         lanes = r.result_lanes(idx)
@@ -673,7 +733,7 @@ class Worker:
         return build_frame(self._header(r, idx, 0, flags), lanes, src_ip=self.ip, dst_ip=self.ps_ip,
                            src_mac=self.mac, dst_mac=self.gateway_mac)
 
-    def _resend(self, r: _Round | None, idx: int, to_ps: bool = False) -> bytes:
+    def _resend(self, r: Round | None, idx: int, to_ps: bool = False) -> bytes:
         """A retransmission of our contribution. The first ``node_tries`` of the current round's
         go to the fragment's aggregation node as a RETRY (rule 8); later ones, and answers to the
         PS's queries (``to_ps``), straight to the PS with RESEND and node 0, so no pinned

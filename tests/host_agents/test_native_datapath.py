@@ -4,6 +4,7 @@ node-0 job with seeded loss, duplication and reordering, and for real over UDP l
 workers and a PS in separate processes."""
 from __future__ import annotations
 
+import ctypes
 import heapq
 import multiprocessing as mp
 import os
@@ -20,9 +21,10 @@ import pytest
 from hostlib import native
 from hostlib import protocol as P
 from hostlib.drivers import UdpTransport, native_udp, run_on_fabric, run_udp
+from hostlib.native import constants, library, structs
 from hostlib.ps import JobConfig, ParameterServer
-from hostlib.rto import RtoEstimator
-from hostlib.worker import FragmentLabel, Worker, WorkerGroup
+from hostlib.rto import RETRY_MIN, RtoEstimator
+from hostlib.worker import FAST_RETRANSMIT_AFTER, STALE_AFTER, FragmentLabel, Worker, WorkerGroup
 
 from loopback import require_loopback_udp
 
@@ -47,7 +49,7 @@ pytestmark = pytest.mark.skipif(NO_COMPILER is not None, reason=NO_COMPILER or "
 
 @pytest.fixture(autouse=True, scope="module")
 def _native_built() -> None:
-    """A compiler is here, so inahost.c must compile and load: its failure is this suite's."""
+    """A compiler is here, so the C data path must compile and load: its failure is this suite's."""
     if not native.available():
         pytest.fail(f"a C compiler is present but the native data path is unavailable: "
                     f"{native.unavailable_reason()}", pytrace=False)
@@ -366,13 +368,65 @@ def test_push_errors_are_the_python_paths() -> None:
 def test_cache_key_is_the_source_not_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INAHOST_CACHE_DIR", str(tmp_path / "cache"))
     first = native.build()
-    copy = tmp_path / "elsewhere" / "inahost.c"
-    copy.parent.mkdir()
-    shutil.copy(native.SOURCE, copy)
-    monkeypatch.setattr(native, "SOURCE", copy)
+    copy = tmp_path / "elsewhere"
+    copy.mkdir()
+    for name in library.SOURCES:
+        shutil.copy(library.SOURCE_DIR / name, copy / name)
+    monkeypatch.setattr(library, "SOURCE_DIR", copy)
     assert native.build() == first and first.parent == tmp_path / "cache"
-    copy.write_text(copy.read_text() + "\n/* changed */\n")
+    (copy / "ps.c").write_text((copy / "ps.c").read_text() + "\n/* changed */\n")
     assert native.build() != first
+
+
+def test_every_c_file_beside_the_package_is_built() -> None:
+    """The build compiles the C files it lists: none is left out (nor a stale one kept)."""
+    here = {p.name for p in library.SOURCE_DIR.iterdir() if p.suffix in (".c", ".h")}
+    assert here == set(library.SOURCES) and library.GENERATED_HEADER not in here
+
+
+def test_the_library_has_every_shared_constant_as_python_does() -> None:
+    """The C's constants come from constants.h, generated from the Python values: the library
+    reports each as it was compiled, and every one equals Python's (names included)."""
+    got = library.library_constants(native.load())
+    want = {**constants.shared_constants(), **constants.system_constants()}
+    assert got == want
+    assert {"F_RESULT", "FAST_RETRANSMIT_AFTER", "STALE_AFTER", "RETRY_MIN", "EV_GAP", "K_OVERLAP"} <= set(got)
+    assert got["STALE_AFTER"] == STALE_AFTER and got["RETRY_MIN"] == RETRY_MIN
+    assert got["FAST_RETRANSMIT_AFTER"] == FAST_RETRANSMIT_AFTER and got["F_RETRY"] == P.Flags.RETRY
+    assert [got[f"K_{k.upper()}"] for k in constants.KINDS] == list(range(len(constants.KINDS)))
+
+
+def test_the_c_sources_spell_no_shared_constant() -> None:
+    """One source: a shared constant is #defined only in the generated header, never in a C file."""
+    import re
+    names = set(constants.shared_constants())
+    defined = {(p.name, m.group(1)) for p in library.SOURCE_DIR.iterdir() if p.suffix in (".c", ".h")
+               for m in re.finditer(r"^\s*#\s*define\s+(\w+)", p.read_text(), re.M) if m.group(1) in names}
+    assert not defined
+
+
+def test_struct_mirrors_match_the_library_field_by_field() -> None:
+    """Every field of every mirrored struct at C's offset; two fields of one type swapped (same
+    size) are caught, as is a field C does not have."""
+    lib = native.load()
+    assert structs.layout_mismatches(lib) == []
+    assert set(structs.library_layout(lib)) == {m.c_name for m in structs.MIRRORS}
+
+    class SwappedRto(ctypes.Structure):
+        c_name = "Rto"
+        _fields_ = [(n, ctypes.c_double) for n in ("initial", "minimum", "maximum", "max_backoff", "rttvar", "srtt")]
+        _fields_ += [("has_srtt", ctypes.c_int64)]
+
+    class RenamedRto(ctypes.Structure):
+        c_name = "Rto"
+        _fields_ = [(n, ctypes.c_double) for n in ("initial", "minimum", "maximum", "max_backoff", "srtt", "var")]
+        _fields_ += [("has_srtt", ctypes.c_int64)]
+
+    assert ctypes.sizeof(SwappedRto) == ctypes.sizeof(structs.CRto)
+    assert structs.layout_mismatches(lib, [SwappedRto]) == ["Rto.rttvar: at 40 in C, at 32 in ctypes",
+                                                           "Rto.srtt: at 32 in C, at 40 in ctypes"]
+    assert structs.layout_mismatches(lib, [RenamedRto]) == ["Rto.rttvar: at 40 in C, missing in ctypes",
+                                                           "Rto.var: missing in C, at 40 in ctypes"]
 
 
 def test_concurrent_first_builds_compile_once(tmp_path: Path) -> None:

@@ -1,0 +1,68 @@
+/* Worker.push's encoder: a whole round's first copies in one pass (hostlib/native/worker.py's
+ * encode_round calls it). */
+#include "inahost.h"
+
+/* A whole round's first copies (ina_encode_frames): values (float32 or float64) ->
+ * rint(v * 2^scale) -> int32 big-endian lanes behind a copy of ``prefix`` and of sub-model s's
+ * header template (fragment id patched in). Returns 0, or 1 when a value is not finite or
+ * overflows int32 (unless ``clip``): the caller then lets hostlib.protocol.encode_fragments
+ * raise its exact error. */
+/* one fragment's lanes, the common case: every value finite and inside int32 after rounding.
+ * Branch-free (the compiler vectorizes it); returns 0 if some value is not, and the caller
+ * redoes the fragment exactly. Adding and subtracting 1.5 * 2^52 rounds half to even in the
+ * default rounding mode, exactly for |x| < 2^51 (larger values fail the range test anyway). */
+#define ENCODE_FAST(NAME, T)                                                                  \
+    static int NAME(const T *v, int64_t m, double scale, uint8_t *ln) {                         \
+        int32_t tmp[256];                                                                       \
+        int ok = 1;                                                                             \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            double x = (double)v[i] * scale;                                                    \
+            x = (x + 6755399441055744.0) - 6755399441055744.0;                                  \
+            ok &= (x >= -2147483648.0) & (x <= 2147483647.0);                                   \
+            x = x < -2147483648.0 ? -2147483648.0 : (x > 2147483647.0 ? 2147483647.0 : x);     \
+            tmp[i] = (int32_t)x;                                                                \
+        }                                                                                       \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            uint32_t y = (uint32_t)tmp[i];                                                      \
+            y = (y >> 24) | ((y >> 8) & 0xff00u) | ((y << 8) & 0xff0000u) | (y << 24);          \
+            memcpy(ln + 4 * i, &y, 4);                                                          \
+        }                                                                                       \
+        return ok;                                                                              \
+    }
+ENCODE_FAST(encode_fast32, float)
+ENCODE_FAST(encode_fast64, double)
+
+int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, int64_t nsubs, int64_t scale_bits,
+                      int64_t lanes, int64_t clip, const uint8_t *prefix, const uint8_t *templates, uint8_t *out) {
+    const double scale = ldexp(1.0, (int)scale_bits);
+    const int64_t flen = PREFIX + HDR + 4 * lanes;
+    const float *f32 = values;
+    const double *f64 = values;
+    int64_t pos = 0, row = 0;
+    for (int64_t s = 0; s < nsubs; s++) {
+        int64_t size = sizes[s];
+        for (int64_t frag = 0; frag * lanes < size; frag++, row++) {
+            uint8_t *fr = out + row * flen;
+            memcpy(fr, prefix, PREFIX);
+            memcpy(fr + PREFIX, templates + s * HDR, HDR);
+            put32(fr + PREFIX + 8, (uint32_t)frag);
+            uint8_t *ln = fr + PREFIX + HDR;
+            int64_t m = size - frag * lanes < lanes ? size - frag * lanes : lanes;
+            int fast = m <= 256 && (is_f32 ? encode_fast32(f32 + pos, m, scale, ln)
+                                           : encode_fast64(f64 + pos, m, scale, ln));
+            if (!fast) {
+                for (int64_t i = 0; i < m; i++) {
+                    double x = nearbyint((is_f32 ? (double)f32[pos + i] : f64[pos + i]) * scale);   /* np.rint */
+                    if (!(x >= -2147483648.0 && x <= 2147483647.0)) {
+                        if (!clip || isnan(x)) return 1;
+                        x = x < 0 ? -2147483648.0 : 2147483647.0;
+                    }
+                    put32(ln + 4 * i, (uint32_t)(int32_t)x);
+                }
+            }
+            memset(ln + 4 * m, 0, 4 * (lanes - m));
+            pos += m;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,190 @@
+/* The native host data path of hostlib: what its C files share (hostlib/native/library.py
+ * compiles encode.c, worker.c, ps.c, udp.c and layout.c together and loads them with ctypes).
+ *
+ * Fast paths of the sans-IO cores hostlib.worker.Worker and hostlib.ps.ParameterServer, and the
+ * UDP loops that run them with recvmmsg/sendmmsg. They own the common case only: a worker's
+ * first copies, the results of its current round and fast retransmits; the PS's network
+ * contributions and the results it multicasts. Everything else (queries, reminders to answer,
+ * RESENDs, result copies, timeouts, frames of other rounds, overflow) is handed back to the
+ * Python cores, which stay the reference: the Python wrapper syncs the state both ways around
+ * every hand-off, so there is one protocol logic and these functions mirror it line by line.
+ *
+ * Frames are Ethernet/IPv4/UDP/INA as hostlib builds them (PREFIX bytes of headers, then the
+ * INA header and K big-endian int32 lanes); on UDP only the INA part travels.
+ *
+ * Every constant shared with Python (frame layout, flags, the cores' return codes and the UDP
+ * loops' events, the PS's counter kinds, the worker's tuning) comes from constants.h, which
+ * the build generates from the Python modules that define them (hostlib/native/constants.py):
+ * none is written here. The structs below are mirrored by ctypes (hostlib/native/structs.py),
+ * which checks every field's offset against layout.c's table when it loads the library.
+ */
+#ifndef INAHOST_H
+#define INAHOST_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "constants.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+static inline uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+static inline void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
+
+/* ------------------------------------------------------------------ RTO (hostlib.rto) */
+typedef struct {
+    double initial, minimum, maximum, max_backoff, srtt, rttvar;
+    int64_t has_srtt;
+} Rto;
+
+static inline double rto_value(const Rto *r) {
+    if (!r->has_srtt) return r->initial > r->minimum ? r->initial : r->minimum;
+    double v = r->srtt + 4.0 * r->rttvar;
+    if (v < r->minimum) v = r->minimum;
+    return v < r->maximum ? v : r->maximum;
+}
+
+/* rto.smoothed: RFC 6298's update of (srtt, rttvar) with one sample (first: no srtt yet) */
+static inline void smoothed(int first, double *srtt, double *rttvar, double rtt) {
+    if (first) { *srtt = rtt; *rttvar = rtt / 2.0; return; }
+    *rttvar = 0.75 * *rttvar + 0.25 * fabs(*srtt - rtt);
+    *srtt = 0.875 * *srtt + 0.125 * rtt;
+}
+
+static inline void rto_sample(Rto *r, double rtt) {
+    smoothed(!r->has_srtt, &r->srtt, &r->rttvar, rtt);
+    r->has_srtt = 1;
+}
+
+/* hostlib.protocol.is_query: the PS's query to a worker (REMINDER, node 0, not a drain), the one
+ * INA frame sent without lanes */
+static inline int is_query(const uint8_t *p) {
+    return (p[1] & F_REMINDER) && !(p[1] & F_PREEMPTED) && be16(p + 4) == 0;
+}
+
+/* a whole frame (sans-IO): hostlib's option-less layout, else the Python core's */
+static inline int fast_layout(const uint8_t *f, int64_t len, int64_t lanes) {
+    return len >= PREFIX + HDR + 4 * lanes && f[12] == 8 && f[13] == 0 && f[14] == 0x45 && f[23] == 17
+           && be16(f + 36) == INA_UDP_PORT && (f[PREFIX] >> 4) == INA_VERSION;
+}
+
+/* ------------------------------------------------------------------ worker (worker.c) */
+typedef struct {
+    /* the round (set by the wrapper after Worker.push) */
+    int64_t n, lanes, frame_len, window, reach, recovery, nsubs, job, round, node_tries;
+    const uint8_t *wire;        /* every first copy, back to back (the Worker's bytes) */
+    const int32_t *sub;         /* per fragment */
+    const int64_t *first, *count, *node;   /* per sub-model (node: its aggregation node) */
+    const int64_t *pos;         /* gradient order (first[sub] + fragment) -> index (send order) */
+    uint8_t *done, *results, *retx;  /* the Worker's own bytearrays */
+    double *first_sent, *timeout, *deadline;
+    uint8_t *pend;
+    int32_t *later;
+    double *resent_at;          /* when each fragment was last retransmitted */
+    double *path_srtt, *path_rttvar;   /* per sub-model (its path): RFC 6298, srtt < 0: no sample */
+    double *path_clean;         /* per sub-model: when a first copy was last answered unretransmitted */
+    /* state, mirrored from/to the Worker around hand-offs */
+    int64_t base, next, n_done, n_pending, n_recovering;   /* recovering: pending and retransmitted */
+    double newest_answered;
+    Rto rto, resend_rtt, retry_rtt;   /* Worker.rto, .resend_rtt, .retry_rtt */
+    int64_t sent, resent, fast_resent, results_n, duplicate_results;
+    /* output: frame pointers (into wire or scratch) */
+    int64_t out_n, out_cap, scratch_used;
+    const uint8_t **out;
+    uint8_t *scratch;
+} Worker;
+
+int ina_worker_payload(Worker *w, const uint8_t *p, double now);
+double ina_worker_next_deadline(const Worker *w);
+
+/* ------------------------------------------------------------------ PS (ps.c) */
+typedef struct Entry {
+    uint64_t key;                   /* sub << 32 | fragment */
+    int64_t seq;                    /* creation order across C and Python entries */
+    double created, deadline, timeout, completed;    /* completed: when its result went out, -1 before */
+    uint32_t bitmap;
+    uint8_t state, overflow;        /* state: E_OPEN, E_DONE or E_PY (the Python core's) */
+    struct Entry *prev, *nxt;       /* the open list, in creation order */
+    int64_t acc[];
+} Entry;
+
+typedef struct {
+    uint64_t key;
+    Entry *e;
+} Slot;
+
+typedef struct {
+    int64_t job, round, cap, count;
+    Slot *slots;                    /* open addressing; the key inline, so a probe is one load */
+    uint8_t **chunks;
+    int64_t nchunks, chunks_cap, used;      /* used: entries taken from the last chunk */
+} Table;
+
+typedef struct {
+    int64_t id, nworkers, python_only, has_newest, newest;
+    uint32_t mask;
+    int32_t wid[MAX_WORKERS];
+    uint8_t prefix[MAX_WORKERS][PREFIX];    /* PS -> worker addressing, as hostlib builds it */
+    int64_t relay_node;             /* JobConfig.result_via (0: none): results go once, through it */
+    uint8_t relay_prefix[PREFIX];   /* PS -> that node's reminder host */
+} Job;
+
+typedef struct {
+    int64_t lanes, frame_len, njobs, ntables, tables_cap, seq;
+    Job *jobs;
+    Table *tables;
+    Entry open;                     /* sentinel */
+    Rto rto;
+    int64_t counts[NKINDS];
+    int64_t completed, results_sent, results_relayed;
+    int64_t out_n, out_cap;
+    const uint8_t **out;
+    uint8_t *scratch;
+} Ps;
+
+int ina_ps_payload(Ps *ps, const uint8_t *p, double now);
+double ina_ps_next_deadline(const Ps *ps);
+
+/* ------------------------------------------------------------------ UDP (udp.c) */
+typedef struct {
+    int64_t fd, lanes, need, frame_len, cap, bufsize, pos, cnt, dst_port, gso;
+    int64_t tx_packets, tx_bytes, rx_packets, rx_bytes, send_dropped;
+    uint8_t *rxbuf;
+    struct mmsghdr *rxmsgs;
+    struct iovec *rxiov;
+    struct sockaddr_in *rxnames;
+    int64_t txcap;
+    struct mmsghdr *txmsgs;
+    struct iovec *txiov;
+    struct sockaddr_in *txnames;
+    /* the datagram handed off: its payload and source */
+    const uint8_t *ho_data;
+    int64_t ho_len;
+    uint8_t ho_source[6];
+    /* GRO: a ring slot may hold several segments; where the next one starts */
+    int64_t seg_off, seg_size, last_pos, last_off;
+    uint8_t *rxctl, *txctl;
+    int32_t *txgid;
+    const uint8_t **txsorted;
+} Io;
+
+#endif
