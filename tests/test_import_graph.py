@@ -24,6 +24,12 @@ imports no other package of this repository) count every import, those under
 ``TYPE_CHECKING`` too: a package that must install without another may not
 name it even for annotations.
 
+hostlib has no import cycle either, counting imports inside functions: its sans-IO cores
+(``worker``, ``ps``, ``protocol``) import neither the drivers nor the native data path, not even
+for annotations — the drivers choose C or Python, and the native path reaches the cores' state
+through their ``export_state``/``import_state``. No hostlib source, Python or C, is over 800
+lines.
+
 The emulation is a library under a thin command line: its modules have no import cycle either,
 and no module under ``emulation/``, ``benchmarks/`` or ``training/`` imports the command line
 (``emulation/run.py``) but for the names it defines itself (its argument checks, the hosts'
@@ -41,6 +47,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "p4sim"
 VOCABULARY = ROOT / "p4control"     # the control-plane vocabulary: client and server side
 BUILD_CACHE = ROOT / "cbuild"        # the C build cache: p4sim's backend and hostlib's data path
+HOSTLIB = ROOT / "hostlib"
+SANS_IO_CORES = ["hostlib.worker", "hostlib.ps", "hostlib.protocol"]
+CORE_FORBIDDEN = ["hostlib.drivers", "hostlib.native"]      # and every module under them
+HOSTLIB_MAX_LINES = 800
 CONTROLLER = ROOT / "controller"
 EMULATION = ROOT / "emulation"
 EMULATION_CLI = EMULATION / "run.py"   # the command line: library code lives beside it
@@ -48,8 +58,8 @@ CLI_USERS = [EMULATION, ROOT / "benchmarks", ROOT / "training"]
 MAX_LINES = 1000
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -58,7 +68,7 @@ def _module_name(path: Path) -> str:
 
 def _modules(pkg: Path = PKG) -> dict[str, Path]:
     return {
-        _module_name(p): p
+        _module_name(p, pkg.parent): p
         for p in sorted(pkg.rglob("*.py"))
         if "_generated" not in p.parts  # protoc output, not ours to shape
     }
@@ -99,12 +109,13 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST):
-    """Yield every Import/ImportFrom node, skipping ``if TYPE_CHECKING:`` bodies."""
+def _imports(tree: ast.AST, type_checking: bool = False):
+    """Yield every Import/ImportFrom node, skipping ``if TYPE_CHECKING:`` bodies unless
+    ``type_checking``."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
             stack.extend(node.orelse)  # the else branch does run
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -123,14 +134,16 @@ def _resolve(target: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def build_graph(pkg: Path = PKG) -> dict[str, set[str]]:
+def build_graph(pkg: Path = PKG, type_checking: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules of ``pkg`` it imports (``type_checking``: those under
+    ``TYPE_CHECKING`` too)."""
     modules = _modules(pkg)
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for mod, path in modules.items():
         is_pkg = path.name == "__init__.py"
         package = mod if is_pkg else mod.rpartition(".")[0]
         tree = ast.parse(path.read_text(), str(path))
-        for node in _imports(tree):
+        for node in _imports(tree, type_checking):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -202,7 +215,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-@pytest.mark.parametrize("pkg", [PKG, VOCABULARY, EMULATION], ids=lambda p: p.name)
+@pytest.mark.parametrize("pkg", [PKG, VOCABULARY, EMULATION, HOSTLIB], ids=lambda p: p.name)
 def test_no_import_cycle(pkg: Path):
     cycles = strongly_connected(build_graph(pkg))
     assert not cycles, "import cycles (strongly connected components):\n" + "\n".join(
@@ -218,6 +231,39 @@ def test_no_file_over_1000_lines(pkg: Path):
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not big, f"files over {MAX_LINES} lines: {big}"
+
+
+def test_sans_io_cores_import_no_driver():
+    """hostlib's cores are sans-IO: they import neither the drivers nor the native data path
+    (which the drivers choose), not inside functions nor for annotations."""
+    graph = build_graph(HOSTLIB, type_checking=True)
+    assert set(SANS_IO_CORES) <= set(graph)
+    assert "hostlib.native.library" in graph                # the walker sees the native package
+    bad = {core: sorted(dep for dep in graph[core]
+                        if any(dep == f or dep.startswith(f + ".") for f in CORE_FORBIDDEN))
+           for core in SANS_IO_CORES}
+    assert not any(bad.values()), f"sans-IO cores importing a driver or the native path: {bad}"
+
+
+def test_no_hostlib_source_over_800_lines():
+    """Python and C alike (the native data path's C files included)."""
+    big = {str(p.relative_to(ROOT)): n for p in sorted(HOSTLIB.rglob("*")) if p.suffix in (".py", ".c", ".h")
+           if (n := len(p.read_text().splitlines())) > HOSTLIB_MAX_LINES}
+    assert not big, f"hostlib files over {HOSTLIB_MAX_LINES} lines: {big}"
+
+
+def test_core_check_sees_function_and_type_checking_imports(tmp_path):
+    """The cores' check counts an import inside a function, and one under TYPE_CHECKING."""
+    pkg = tmp_path / "hostlib"
+    (pkg / "native").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "native" / "__init__.py").write_text("")
+    (pkg / "drivers.py").write_text("")
+    (pkg / "worker.py").write_text("def push():\n    from . import native\n")
+    (pkg / "ps.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .drivers import x\n")
+    graph = build_graph(pkg, type_checking=True)
+    assert "hostlib.native" in graph["hostlib.worker"] and "hostlib.drivers" in graph["hostlib.ps"]
+    assert "hostlib.drivers" not in build_graph(pkg)["hostlib.ps"]
 
 
 def test_controller_does_not_import_p4sim():
@@ -243,6 +289,7 @@ def test_build_cache_is_a_leaf():
     found = _importers_of(BUILD_CACHE, ours)
     assert not found, f"cbuild files importing other packages of ours: {found}"
     assert _importers_of(PKG, {BUILD_CACHE.name})        # one cache, not one per user
+    assert _importers_of(HOSTLIB, {BUILD_CACHE.name})
 
 
 def test_both_sides_use_the_vocabulary():
