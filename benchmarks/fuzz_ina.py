@@ -52,16 +52,11 @@ that one to a fresh switch / server.  Exit status 1 on any violation.
 from __future__ import annotations
 
 import argparse
-import signal
 import struct
 import sys
-import threading
 import time
-from collections import Counter
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +68,15 @@ from controller.ina_tables import InaTables  # noqa: E402
 from hostlib.protocol import (HEADER_LEN, INA_UDP_PORT, INA_VERSION, InaHeader,  # noqa: E402
                               build_frame)
 from p4sim import Program, Switch, load_program  # noqa: E402
+
+# the checks and harness, and the P4Runtime request generator, live in their own modules; their
+# names are this fuzzer's (benchmarks/fuzz_bfrt.py imports some of them from here)
+from benchmarks.fuzz_checks import (LARGE_READ, PATIENCE, Exchange, FrameTimeout, Report,  # noqa: E402,F401
+                                    _status_of, bad_status, call, drive_requests, frame_alarm,
+                                    patient_call, wildcard_cells)
+from benchmarks.fuzz_p4rt_requests import (DEVICE, ELECTION, _entity, _p4data, _pb,  # noqa: E402,F401
+                                           _rand_bytes, _rand_id, _table_entry, _width_bytes,
+                                           make_request)
 
 PROGRAMS = {"v1model": (ROOT / "p4src" / "v1model" / "ina.p4", 64),
             "tna": (ROOT / "p4src" / "tna" / "ina.p4", 32)}
@@ -243,54 +247,6 @@ def _unclaim(frame: bytes) -> bytes:
     return frame
 
 
-class FrameTimeout(Exception):
-    pass
-
-
-@dataclass
-class Report:
-    what: str
-    count: int = 0
-    seconds: float = 0.0
-    outcomes: Counter = field(default_factory=Counter)
-    violations: list[str] = field(default_factory=list)
-
-    def violation(self, msg: str) -> None:
-        self.violations.append(msg)
-
-    def summary(self) -> str:
-        rate = self.count / self.seconds if self.seconds else 0.0
-        unit = "frames" if "frames" in self.what else "requests"
-        return (f"{self.what}: {self.count} {unit} in {self.seconds:.2f} s = {rate:,.0f} {unit}/s; "
-                f"outcomes {dict(sorted(self.outcomes.items()))}; violations {len(self.violations)}")
-
-
-@contextmanager
-def frame_alarm(seconds: float) -> Iterator[Callable[[bool], None]]:
-    """Yields ``arm(on)``: arm(True) starts a ``seconds`` SIGALRM bound that raises FrameTimeout,
-    arm(False) stops it.  An outer ITIMER_REAL (pytest-timeout's signal method) is suspended
-    meanwhile and re-armed with what is left of it afterwards; if it is tighter than
-    ``seconds``, or off the main thread, arm does nothing and the outer bound / the measured
-    per-frame time is what catches a slow frame."""
-    outer = signal.getitimer(signal.ITIMER_REAL)[0]
-    if threading.current_thread() is not threading.main_thread() or 0 < outer <= seconds:
-        yield lambda on: None
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise FrameTimeout(f"no answer in {seconds} s")
-    t0 = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    try:
-        yield lambda on: signal.setitimer(signal.ITIMER_REAL, seconds if on else 0)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if outer > 0:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - t0), 0.001))
-
-
 def fuzz_frames(arch: str, frames: int, seed: int, seconds: float | None = None,
                 frame_timeout: float = 2.0, first: int = 0) -> Report:
     k = PROGRAMS[arch][1]
@@ -349,14 +305,6 @@ def fuzz_frames(arch: str, frames: int, seed: int, seconds: float | None = None,
 
 _SPEC_CODES = ("OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED",
                "PERMISSION_DENIED", "FAILED_PRECONDITION", "UNIMPLEMENTED")
-ELECTION = (0, 1)
-DEVICE = 1
-
-
-def _pb():
-    import p4sim.p4runtime.server  # noqa: F401  (selects the protobuf backend first)
-    from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
-    return p4runtime_pb2, p4runtime_pb2_grpc, p4data_pb2
 
 
 class P4rtFixture:
@@ -389,309 +337,6 @@ class P4rtFixture:
         self.srv.stop()
 
 
-def _rand_bytes(rng: np.random.Generator, n: int) -> bytes:
-    return rng.integers(0, 256, size=max(n, 0), dtype=np.uint8).tobytes()
-
-
-def _width_bytes(rng: np.random.Generator, bits: int) -> bytes:
-    n = (bits + 7) // 8
-    r = rng.random()
-    if r < 0.6:
-        v = int(rng.integers(0, 1 << min(bits, 62), dtype=np.uint64)) if bits else 0
-        return v.to_bytes(n, "big") if n else b""
-    if r < 0.7:
-        return b""
-    if r < 0.8:
-        return b"\x00" * int(rng.integers(1, 4)) + _rand_bytes(rng, n)   # leading zeros: still valid
-    return _rand_bytes(rng, int(rng.choice([n + 1, max(n - 1, 0), int(rng.integers(0, 40))])))
-
-
-def _rand_id(rng: np.random.Generator, valid: list[int]) -> int:
-    r = rng.random()
-    if valid and r < 0.8:
-        return int(rng.choice(valid))
-    if valid and r < 0.9:
-        return int(rng.choice(valid)) + int(rng.choice([-1, 1, 1 << 24]))  & 0xFFFFFFFF
-    return int(rng.integers(0, 1 << 32, dtype=np.uint64))
-
-
-def _table_entry(rng: np.random.Generator, info: Any, te: Any) -> None:
-    tables = list(info.tables)
-    tid = _rand_id(rng, [t.preamble.id for t in tables])
-    te.table_id = tid
-    table = next((t for t in tables if t.preamble.id == tid), tables[int(rng.integers(len(tables)))])
-    for mf in table.match_fields:
-        if rng.random() < 0.1:
-            continue
-        m = te.match.add()
-        m.field_id = mf.id if rng.random() < 0.9 else _rand_id(rng, [f.id for f in table.match_fields])
-        mtype = mf.match_type if rng.random() < 0.85 else int(rng.integers(1, 6))
-        if mtype == 2:
-            m.exact.value = _width_bytes(rng, mf.bitwidth)
-        elif mtype == 3:
-            m.ternary.value = _width_bytes(rng, mf.bitwidth)
-            m.ternary.mask = _width_bytes(rng, mf.bitwidth)
-        elif mtype == 4:
-            m.lpm.value = _width_bytes(rng, mf.bitwidth)
-            m.lpm.prefix_len = int(rng.choice([0, 1, mf.bitwidth, mf.bitwidth + 1, -1,
-                                               int(rng.integers(-2**31, 2**31))]))
-        elif mtype == 5:
-            m.range.low = _width_bytes(rng, mf.bitwidth)
-            m.range.high = _width_bytes(rng, mf.bitwidth)
-        else:
-            m.optional.value = _width_bytes(rng, mf.bitwidth)
-    if rng.random() < 0.05:
-        m = te.match.add()      # a duplicate / extra field
-        m.field_id = _rand_id(rng, [f.id for f in table.match_fields])
-        m.exact.value = _rand_bytes(rng, 2)
-    if rng.random() < 0.85:
-        aids = [a.id for a in table.action_refs]
-        aid = _rand_id(rng, aids)
-        actions = {a.preamble.id: a for a in info.actions}
-        act = te.action.action
-        act.action_id = aid
-        params = list(actions[aid].params) if aid in actions else []
-        for p in params:
-            if rng.random() < 0.1:
-                continue
-            pm = act.params.add()
-            pm.param_id = p.id if rng.random() < 0.9 else _rand_id(rng, [q.id for q in params])
-            pm.value = _width_bytes(rng, p.bitwidth)
-        if rng.random() < 0.05:
-            pm = act.params.add()
-            pm.param_id = int(rng.integers(0, 1 << 32, dtype=np.uint64))
-            pm.value = _rand_bytes(rng, 3)
-    elif rng.random() < 0.3:
-        te.action.action_profile_member_id = int(rng.integers(0, 100))
-    te.priority = int(rng.choice([0, 0, 1, 10, -1, int(rng.integers(-2**31, 2**31))]))
-    if rng.random() < 0.1:
-        te.is_default_action = True
-    if rng.random() < 0.05:
-        te.idle_timeout_ns = int(rng.integers(0, 1 << 40))
-    if rng.random() < 0.05:
-        te.counter_data.packet_count = int(rng.integers(-5, 5))
-    if rng.random() < 0.05:
-        te.metadata = _rand_bytes(rng, int(rng.integers(0, 20)))
-    if rng.random() < 0.03:
-        te.is_const = True
-
-
-def _p4data(rng: np.random.Generator, d: Any) -> None:
-    r = rng.random()
-    if r < 0.6:
-        d.bitstring = _rand_bytes(rng, int(rng.integers(0, 20)))
-    elif r < 0.7:
-        d.bool = True
-    elif r < 0.8:
-        d.struct.members.add().bitstring = _rand_bytes(rng, 4)
-    elif r < 0.9:
-        d.tuple.members.add().bitstring = _rand_bytes(rng, 4)
-    # else: unset
-
-
-def _entity(rng: np.random.Generator, info: Any, e: Any, for_read: bool) -> None:
-    kind = rng.choice(["table_entry"] * 5 + ["register_entry", "counter_entry", "meter_entry",
-                                             "direct_counter_entry", "direct_meter_entry",
-                                             "packet_replication_engine_entry", "digest_entry",
-                                             "action_profile_member", "action_profile_group",
-                                             "value_set_entry", "extern_entry", "none"])
-    if kind == "table_entry":
-        _table_entry(rng, info, e.table_entry)
-        if for_read and rng.random() < 0.5:
-            e.table_entry.ClearField("action")
-    elif kind == "register_entry":
-        re = e.register_entry
-        re.register_id = _rand_id(rng, [r.preamble.id for r in info.registers])
-        if rng.random() < 0.8:
-            re.index.index = int(rng.choice([0, 1, 63, 8191, 8192, 16384, 1 << 20, -1,
-                                             int(rng.integers(-2**62, 2**62))]))
-        if not for_read or rng.random() < 0.2:
-            _p4data(rng, re.data)
-    elif kind == "counter_entry":
-        ce = e.counter_entry
-        ce.counter_id = _rand_id(rng, [c.preamble.id for c in info.counters])
-        ce.index.index = int(rng.integers(-3, 1 << 16))
-        ce.data.packet_count = int(rng.integers(-3, 100))
-    elif kind == "meter_entry":
-        me = e.meter_entry
-        me.meter_id = _rand_id(rng, [m.preamble.id for m in info.meters])
-        me.index.index = int(rng.integers(-3, 100))
-        me.config.cir, me.config.pir = (int(x) for x in rng.integers(-10, 1000, size=2))
-        me.config.cburst, me.config.pburst = (int(x) for x in rng.integers(-10, 1000, size=2))
-    elif kind == "direct_counter_entry":
-        _table_entry(rng, info, e.direct_counter_entry.table_entry)
-        e.direct_counter_entry.data.byte_count = int(rng.integers(-3, 100))
-    elif kind == "direct_meter_entry":
-        _table_entry(rng, info, e.direct_meter_entry.table_entry)
-        e.direct_meter_entry.config.cir = int(rng.integers(-3, 100))
-    elif kind == "packet_replication_engine_entry":
-        pre = e.packet_replication_engine_entry
-        if rng.random() < 0.6:
-            g = pre.multicast_group_entry
-            g.multicast_group_id = int(rng.choice([0, 1, 2, 5, 0xFFFF, int(rng.integers(0, 1 << 32, dtype=np.uint64))]))
-            for _ in range(int(rng.integers(0, 5))):
-                rp = g.replicas.add()
-                rp.instance = int(rng.integers(0, 1 << 32, dtype=np.uint64))
-                if rng.random() < 0.7:
-                    rp.egress_port = int(rng.integers(0, 1 << 32, dtype=np.uint64))
-                else:
-                    rp.port = _rand_bytes(rng, int(rng.integers(0, 6)))
-                if rng.random() < 0.05:
-                    rp.backup_replicas.add().port = b"\x03"
-        elif rng.random() < 0.8:
-            c = pre.clone_session_entry
-            c.session_id = int(rng.integers(0, 600))
-            c.class_of_service = int(rng.integers(0, 10))
-            c.packet_length_bytes = int(rng.integers(-5, 100))
-            rp = c.replicas.add()
-            rp.egress_port = int(rng.integers(0, 1 << 10))
-    elif kind == "digest_entry":
-        d = e.digest_entry
-        d.digest_id = _rand_id(rng, [x.preamble.id for x in info.digests])
-        d.config.max_timeout_ns = int(rng.integers(-5, 10**9))
-        d.config.max_list_size = int(rng.integers(-5, 100))
-        d.config.ack_timeout_ns = int(rng.integers(-5, 10**9))
-    elif kind == "action_profile_member":
-        e.action_profile_member.action_profile_id = int(rng.integers(0, 1 << 32, dtype=np.uint64))
-    elif kind == "action_profile_group":
-        e.action_profile_group.group_id = int(rng.integers(0, 100))
-    elif kind == "value_set_entry":
-        e.value_set_entry.value_set_id = int(rng.integers(0, 1 << 32, dtype=np.uint64))
-    elif kind == "extern_entry":
-        e.extern_entry.extern_type_id = int(rng.integers(0, 1 << 32, dtype=np.uint64))
-    # "none": an Entity with nothing set
-
-
-def make_request(seed: int, index: int, info: Any) -> tuple[str, Any]:
-    """Request ``index`` of the run with ``seed``: ("write" | "read", the request message)."""
-    pb, _, _ = _pb()
-    rng = np.random.default_rng([seed, 1 << 20, index])
-    r = rng.random()
-    if r < 0.06:                                   # random bytes decoded as a message, where it parses
-        cls = pb.WriteRequest if rng.random() < 0.5 else pb.ReadRequest
-        for _ in range(20):
-            try:
-                msg = cls.FromString(_rand_bytes(rng, int(rng.integers(0, 64))))
-                return ("write" if cls is pb.WriteRequest else "read"), msg
-            except Exception:  # noqa: BLE001 -- did not parse: try other bytes
-                continue
-        return "read", pb.ReadRequest(device_id=DEVICE)
-    write = r < 0.7
-    if write:
-        req = pb.WriteRequest(device_id=DEVICE)
-        req.election_id.high, req.election_id.low = ELECTION
-        for _ in range(int(rng.choice([1, 1, 1, 2, 3, 0]))):
-            u = req.updates.add()
-            u.type = int(rng.choice([1, 1, 2, 3, 0, 4, 1000]) if rng.random() < 0.98 else rng.integers(-5, 5))
-            _entity(rng, info, u.entity, for_read=False)
-        x = rng.random()
-        if x < 0.04:
-            req.ClearField("election_id")
-        elif x < 0.08:
-            req.election_id.low = int(rng.integers(2, 1 << 40))
-        elif x < 0.1:
-            req.device_id = int(rng.integers(2, 1 << 40))
-        elif x < 0.12:
-            req.atomicity = int(rng.integers(1, 5))
-        elif x < 0.14:
-            req.role = "fuzz-role"
-    else:
-        req = pb.ReadRequest(device_id=DEVICE if rng.random() < 0.95 else int(rng.integers(0, 1 << 40)))
-        for _ in range(int(rng.choice([1, 1, 2, 0]))):
-            e = req.entities.add()
-            if rng.random() < 0.1:
-                e.table_entry.table_id = 0          # wildcard read of every table
-            else:
-                _entity(rng, info, e, for_read=True)
-    if rng.random() < 0.15:                         # byte-level mutation of the serialized request
-        raw = bytearray(req.SerializeToString())
-        if raw:
-            for pos in rng.integers(0, len(raw) * 8, size=int(rng.integers(1, 4))):
-                raw[pos >> 3] ^= 1 << int(pos & 7)
-            try:
-                req = type(req).FromString(bytes(raw))
-            except Exception:  # noqa: BLE001 -- no longer parses: keep the unmutated one
-                pass
-    return ("write" if write else "read"), req
-
-
-def _status_of(err: Any, error_type: Any = None) -> tuple[str, list[str]]:
-    """The gRPC code of a failed call, and the per-update / per-entity codes of an UNKNOWN batch
-    (``error_type``: the protocol's Error message; P4Runtime's by default)."""
-    from google.rpc import code_pb2, status_pb2
-    if error_type is None:
-        error_type = _pb()[0].Error
-    code = err.code().name
-    inner: list[str] = []
-    if code == "UNKNOWN":
-        for k, v in err.trailing_metadata() or ():
-            if k == "grpc-status-details-bin":
-                st = status_pb2.Status.FromString(v)
-                for d in st.details:
-                    e = error_type()
-                    d.Unpack(e)
-                    inner.append(code_pb2.Code.Name(e.canonical_code))
-    return code, inner
-
-
-def bad_status(code: str, inner: list[str], allowed: tuple[str, ...], batch_allowed: tuple[str, ...] = ()) -> bool:
-    """Whether an answer is outside what the protocol allows: a code not in ``allowed``, or an
-    UNKNOWN batch without per-update errors or with one not in ``allowed + batch_allowed``."""
-    if code == "UNKNOWN":
-        return not inner or any(c not in allowed + batch_allowed for c in inner)
-    return code not in allowed
-
-
-LARGE_READ = 4096    # register cells: p4sim's pure-Python protobuf answers ~10k cells/s
-
-
-def wildcard_cells(req: Any, info: Any) -> int:
-    """How many register cells a ReadRequest's wildcard register reads cover."""
-    sizes = {r.preamble.id: r.size for r in info.registers}
-    cells = 0
-    for e in getattr(req, "entities", ()):
-        if e.WhichOneof("entity") == "register_entry":
-            re = e.register_entry
-            if re.register_id == 0:
-                cells += sum(sizes.values())
-            elif not re.HasField("index"):
-                cells += sizes.get(re.register_id, 0)
-    return cells
-
-
-def call(fx: Any, kind: str, req: Any, timeout: float) -> tuple[str, list[str]]:
-    """Send a Write or Read through ``fx.stub`` (P4Runtime or BfRuntime: the RPCs are named
-    alike); its outcome as (code, per-update codes), errors decoded with ``fx.error_type``."""
-    import grpc
-    try:
-        if kind == "write":
-            fx.stub.Write(req, timeout=timeout)
-        else:
-            for _ in fx.stub.Read(req, timeout=timeout):
-                pass
-        return "OK", []
-    except grpc.RpcError as e:
-        return _status_of(e, getattr(fx, "error_type", None))
-
-
-# Seconds a request may take before the server counts as stuck: generous, so that a slow or
-# busy machine is never a finding (a small request takes milliseconds on an idle one).
-PATIENCE = 120.0
-
-
-def patient_call(fx: Any, kind: str, req: Any, timeout: float,
-                 patience: float = PATIENCE) -> tuple[str, list[str], str]:
-    """`call` with `timeout`; a request past it is sent again with `patience` seconds. Returns
-    (code, per-update codes, a note for the outcome count: " (slow)" when the second try
-    answered). A write sent twice may find its own first copy applied (ALREADY_EXISTS and the
-    like), which the spec's set allows anyway."""
-    code, inner = call(fx, kind, req, timeout)
-    if code != "DEADLINE_EXCEEDED":
-        return code, inner, ""
-    code, inner = call(fx, kind, req, patience)
-    return code, inner, "" if code == "DEADLINE_EXCEEDED" else " (slow: answered past its deadline)"
-
-
 def check_alive(fx: P4rtFixture, timeout: float = 30.0) -> str | None:
     """A valid Write (insert + delete of an ina_job entry) and Read still work; None if so."""
     pb, _, _ = _pb()
@@ -716,33 +361,6 @@ def check_alive(fx: P4rtFixture, timeout: float = 30.0) -> str | None:
     r.entities.add().table_entry.table_id = table.preamble.id
     code, inner = call(fx, "read", r, timeout)
     return None if code == "OK" else f"valid Read answered {code} {inner}"
-
-
-Exchange = Callable[[int], "tuple[str, Any, str, list[str], str]"]
-
-
-def drive_requests(rep: Report, where: str, first: int, requests: int, seconds: float | None,
-                   exchange: Exchange, allowed: tuple[str, ...], batch_allowed: tuple[str, ...],
-                   alive: Callable[[], str | None]) -> None:
-    """The fuzzers' loop: `exchange(i)` sends request i and returns (kind, request, status, the
-    batch's inner statuses, a note for the outcome count); every status outside `allowed` is a
-    violation, and the server must still answer a valid request (`alive`) at the end."""
-    deadline = None if seconds is None else time.perf_counter() + seconds
-    t0 = time.perf_counter()
-    for i in range(first, first + requests):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        kind, req, code, inner, note = exchange(i)
-        rep.count += 1
-        rep.outcomes[f"{kind} {code}{note}"] += 1
-        for c in inner:
-            rep.outcomes[f"  {kind} batch {c}"] += 1
-        if bad_status(code, inner, allowed, batch_allowed):
-            rep.violation(f"{where} request index={i} ({kind}) answered {code} {inner}: {str(req)[:600]!r}")
-    rep.seconds = time.perf_counter() - t0
-    problem = alive()
-    if problem is not None:
-        rep.violation(f"{where} after requests {first}..{first + rep.count - 1}: {problem}")
 
 
 def fuzz_p4runtime(arch: str, requests: int, seed: int, seconds: float | None = None,
