@@ -342,8 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="aggregator memory of each programmable switch in MB, as the planners see it "
                          "(default: half of the largest model per job)")
     ap.add_argument("--pool", type=int, default=None,
-                    help="aggregators per switch (a power of two; default: the program's registers, "
-                         "16384 v1model, 8192 tna). Small pools make jobs contend for them (ESA's setting)")
+                    help="aggregators per switch (a power of two; default: what --switch-mb holds, 64-lane "
+                         "aggregators of 256 B on v1model, 32-lane of 128 B on tna, at most the program's "
+                         "registers; more than that is refused). Small pools make jobs contend for them "
+                         "(ESA's setting)")
     ap.add_argument("--loss", default="0",
                     help="drop rate of every switch port (e.g. 0.01), or a comma-separated list (0,0.01,0.05): "
                          "each scheme then runs at every rate over the same links, and each row's x_lossless is "
