@@ -42,12 +42,17 @@ from training.train_digits import DEFAULT_HIDDEN, MODELS, ModelSpec
 from .experiment import LINK_MBPS, TOPOLOGIES, JobSpec, build_topology, bw_scale_for, place_jobs
 from .install import install
 from .net import EmuNet, mininet_unavailable_reason
-from .calibrate import HEADROOM, PROBE_MBPS, machine as machine_line, nice_floor, parse_link_mbps
+from .calibrate import PROBE_MBPS, machine as machine_line, nice_floor, parse_link_mbps
 from .bounds import link_bounds
 from .run import RTO_MAX, RTO_MIN, host_timers
 from .schemes import DEPLOYABLE, plan_scheme
 
 GLOO_PORT = 29500
+# --link-mbps auto: a mode's busiest link needs this many times the CPU time its probe step took.
+# More than emulation.run's 1.6: a probe step on fast links understates what a step costs on slow
+# ones (8 training processes beside 20 switches); with 1.6 (16 Mb/s here) INA's steps ran 1.42x
+# their link time and INA 1.31x gloo, at 14 and 9 Mb/s 1.23x and 1.18x (1.49x and 1.54x gloo)
+HEADROOM = 2.0
 
 
 def ina_job(dep: Deployment, rto: dict[str, float] | None = None, first_round: int = 0) -> InaJob:
