@@ -37,7 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     st = ps.stats
     report = {"received": dict(st.received), "results_sent": st.results_sent, "results_resent": st.results_resent,
               "results_relayed": st.results_relayed, "reminders": st.reminders, "queries": st.queries, "completed": st.completed,
-              "incomplete": len(ps.incomplete())}
+              "incomplete": len(ps.incomplete()),
+              # rounds of the entries still open: a contribution that reached the PS after its
+              # fragment completed in a switch (a collided retransmission) opens one that nothing
+              # completes; the PS keeps only its newest two rounds, so none may be older
+              "incomplete_rounds": sorted({k[1] for k in ps.incomplete()})}
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -81,7 +81,11 @@ def test_two_jobs_train_at_once_sharing_a_small_pool(tmp_path: Path) -> None:
         assert [len(r) for r in ina["rows"]] == [STEPS, STEPS]
         assert all(0 <= row["grad_ratio"] <= 1.0 for rank in ina["rows"] for row in rank)
         assert [r["loss"] for r in ina["rows"][0]] == [r["loss"] for r in ina["rows"][1]]
-        assert ina["ps"]["incomplete"] == 0
+        # whatever the PS still holds open at the end belongs to the rounds it keeps (its newest
+        # two): a retransmission that collided after its fragment completed in a switch opens an
+        # entry nothing completes, and the next round retires it; nothing older leaks
+        last = max(w["last_round"] for w in ina["workers"])
+        assert all(last - 1 <= r <= last for r in ina["ps"]["incomplete_rounds"]), (ina["ps"], last)
         received = ina["ps"]["received"]
         contested += received.get("preempted", 0) + received.get("collision", 0)
     assert contested > 0, [ina["ps"] for ina in res]
