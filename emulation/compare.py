@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 BASELINE = "ps"            # no in-network aggregation: what every paper starts from
@@ -75,10 +75,9 @@ def summarise_schemes(rows: Sequence[Mapping[str, Any]]) -> list[SchemeSummary]:
     done = []
     for s in out:
         ps, atp = by_key.get((BASELINE, s.loss)), by_key.get((REFERENCE, s.loss))
-        done.append(SchemeSummary(**{**s.__dict__,
-                                     "vs_ps": ps.jct / s.jct if ps else math.nan,
-                                     "vs_atp": atp.jct / s.jct if atp else math.nan,
-                                     "ideal_vs_ps": ps.ideal / s.ideal if ps else math.nan}))
+        done.append(replace(s, vs_ps=ps.jct / s.jct if ps else math.nan,
+                            vs_atp=atp.jct / s.jct if atp else math.nan,
+                            ideal_vs_ps=ps.ideal / s.ideal if ps else math.nan))
     return done
 
 
