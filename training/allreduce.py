@@ -233,12 +233,18 @@ class InaAllReduce:
     def n_workers(self) -> int:
         return self.job.n_workers
 
-    def allreduce(self, values: np.ndarray, *, average: bool = False) -> np.ndarray:
+    def allreduce(self, values: np.ndarray, *, average: bool = False, out: np.ndarray | None = None) -> np.ndarray:
         """The element-wise sum (``average``: mean) over the job's workers, as float32.
 
         Exact up to the fixed-point rounding: per element at most
         ``sum_error_bound(N, self.last_scale_bits)`` from the exact sum (divided by N for the
-        mean), before the float32 cast."""
+        mean), before the float32 cast. ``out`` (float32, as many elements as ``values``; may be
+        ``values`` itself) receives the result, which is returned: a staging buffer is then
+        written in place instead of through a new array."""
+        if out is not None and (out.dtype != np.float32 or out.size != np.size(values)
+                                or not out.flags.c_contiguous):
+            raise ValueError(f"out: {out.size} {out.dtype} values for {np.size(values)} inputs; "
+                             "needs contiguous float32 of the same size")
         v = np.asarray(values, dtype=np.float64).ravel()
         with self._lock:
             self._stop_idle()
@@ -253,7 +259,11 @@ class InaAllReduce:
                 self._start_idle()
         if average:
             total = total / self.n_workers
-        return total.astype(np.float32)
+        if out is None:
+            return total.astype(np.float32)
+        # the same rounding as astype: one float64 -> float32 cast per element
+        np.copyto(out.reshape(-1), total, casting="same_kind")
+        return out
 
     def _allreduce(self, v: np.ndarray) -> np.ndarray:
         n = self.n_workers

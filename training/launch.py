@@ -232,13 +232,21 @@ def plot_jobs(path: Path, rows_by_job: Mapping[str, Sequence[Mapping[str, Any]]]
     _save(fig, path, title)
 
 
-def machine() -> str:
-    """A one-line description of where this ran (CPU model and count, OS), for summaries."""
+def machine(device: str = "cpu") -> str:
+    """A one-line description of where this ran (CPU model and count, OS, the GPU when
+    ``device`` is ``cuda``), for summaries."""
     try:
         pretty = next(l.split("=", 1)[1].strip('"\n') for l in open("/etc/os-release") if l.startswith("PRETTY_NAME="))
     except (OSError, StopIteration):
         pretty = sys.platform
-    return f"{pretty}, {_cpu_model()}, {os.cpu_count()} CPU cores, CPU only (torch {_torch_version()})"
+    where = "CPU only" if device == "cpu" else _gpu_model()
+    return f"{pretty}, {_cpu_model()}, {os.cpu_count()} CPU cores, {where} (torch {_torch_version()})"
+
+
+def _gpu_model() -> str:
+    import torch
+    n = torch.cuda.device_count()
+    return f"{n} × {torch.cuda.get_device_name(0)}" if n else "no GPU"
 
 
 def _cpu_model() -> str:

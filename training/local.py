@@ -6,7 +6,8 @@ The INA protocol is unchanged, only the network is missing: every fragment is la
 so the PS (a thread here) aggregates everything. Workers are processes on random
 ``127.x.y.z`` addresses (so concurrent runs do not collide), the gloo process group on
 ``lo``. Runs INA, then gloo, with the same seed, and writes losses.csv, training.png and
-summary.md. For the real thing — p4sim switches in Mininet — see ``python -m emulation.train``.
+summary.md. ``--device cuda`` puts every worker's model on a GPU (they share it when there is
+one). For the real thing — p4sim switches in Mininet — see ``python -m emulation.train``.
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def loopback_job(workers: int) -> InaJob:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .train_digits import MODELS, ModelSpec      # torch: only for the command line
+    from .train_digits import DEVICES, MODELS, ModelSpec, device_for      # torch: only for the command line
     ap = argparse.ArgumentParser(
         prog="python -m training.local",
         description="Train the digits MLP or CNN with N worker processes on this machine, gradients averaged through the "
@@ -91,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo (default both)")
     ap.add_argument("--verify", action="store_true", help="INA: check every step's gradients against gloo's")
     ap.add_argument("--model", choices=MODELS, default="mlp", help="mlp (default) or cnn (training.train_digits)")
+    ap.add_argument("--device", choices=DEVICES, default="cpu",
+                    help="where every worker trains (default cpu); cuda: worker r on GPU r mod the GPU count, "
+                         "refused without CUDA")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="results/training-local", help="output folder")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -102,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
     if args.steps < 1:
         ap.error(f"--steps {args.steps}: must be at least 1")
+    try:
+        device_for(args.device, 0)
+    except ValueError as e:
+        ap.error(str(e))
     from tqdm import tqdm
     out = Path(args.out)
     job = loopback_job(args.workers)
@@ -110,10 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mode in modes:
             bar.set_description(mode)
             per_mode[mode] = run_mode(mode, job, out / "runs", steps=args.steps, verify=args.verify, seed=args.seed,
-                                      extra=ModelSpec(args.model).cli_args(), progress=bar.update)
+                                      extra=[*ModelSpec(args.model).cli_args(), "--device", args.device],
+                                      progress=bar.update)
     rows = merge(per_mode)
     s = write_report(out, rows, title=f"digits {args.model.upper()}, {args.workers} workers, loopback (no switch)",
-                     setup=f"Machine: {machine()}. INA: PS on {job.ps_ip} aggregates (node 0), UDP over loopback.")
+                     setup=f"Machine: {machine(args.device)}. INA: PS on {job.ps_ip} aggregates (node 0), UDP over loopback.")
     print((out / "summary.md").read_text())
     print(f"wrote {out / 'losses.csv'}, {out / 'summary.md'}, {out / 'training.png'}")
     return 0 if s.get("max_grad_ratio", 0.0) <= 1.0 else 1

@@ -16,7 +16,10 @@ rounding of the INA sums.
 Per step the CSV gets: ``loss`` (cross-entropy over the whole data set at the step's weights,
 before its update: the same on every rank), ``batch_loss`` (this rank's mini-batch),
 ``seconds`` (forward + backward with gradient averaging + optimizer step); with INA, the
-all-reduce's counters (rounds, fragments sent and resent) go to ``<out>.json``. ``--verify`` (INA
+all-reduce's counters (rounds, fragments sent and resent) go to ``<out>.json``.
+``--device cuda`` trains on a GPU (rank r on ``cuda:(r mod the GPU count)``): the model and
+the data live there, the process group stays gloo (which all-reduces CUDA tensors, and lets
+several ranks share one GPU) and the INA hook stages each bucket through pinned host memory. ``--verify`` (INA
 only) also all-reduces each step's local gradients with gloo and records the largest deviation
 of the INA mean from gloo's, and that deviation over its error bound (:func:`grad_error_bound`;
 ``grad_ratio`` <= 1 means within the bound).
@@ -137,9 +140,28 @@ def _flat(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in tensors])
 
 
+DEVICES = ("cpu", "cuda")
+
+
+def device_for(kind: str, rank: int) -> torch.device:
+    """Where rank ``rank`` trains: the CPU, or one GPU per rank in turn (ranks share GPUs when
+    there are more ranks than GPUs). ValueError (one line) for ``cuda`` without a usable GPU."""
+    if kind == "cpu":
+        return torch.device("cpu")
+    if kind != "cuda":
+        raise ValueError(f"--device {kind!r}: one of {', '.join(DEVICES)}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"--device cuda: CUDA is not available here (torch {torch.__version__}"
+                         f"{'' if torch.version.cuda else ', a CPU-only build'}); use --device cpu")
+    return torch.device("cuda", rank % torch.cuda.device_count())
+
+
 def train(args: argparse.Namespace) -> list[dict[str, Any]]:
     torch.set_num_threads(args.threads)
-    x, y = load_data()
+    device = device_for(args.device, args.rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)            # gloo's CUDA work and new streams go here
+    x, y = (t.to(device) for t in load_data())   # 1797 x 64: the whole set fits on any GPU
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}", rank=args.rank,
                             world_size=args.world_size, timeout=datetime.timedelta(seconds=args.timeout))
     ina: InaAllReduce | None = None
@@ -147,8 +169,8 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
     ddp: DistributedDataParallel | None = None
     rows: list[dict[str, Any]] = []
     try:
-        model = ModelSpec(args.model, args.hidden).build(args.seed)      # check_args filled hidden in
-        ddp = DistributedDataParallel(model)
+        model = ModelSpec(args.model, args.hidden).build(args.seed).to(device)  # check_args filled hidden in
+        ddp = DistributedDataParallel(model, device_ids=None if device.type == "cpu" else [device])
         if args.allreduce == "ina":
             ina = InaAllReduce(InaJob.load(args.ina_job), args.rank, window=args.window, timeout=args.timeout)
             hook = register_ina_hook(ddp, ina)
@@ -163,7 +185,7 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
         for step in range(args.steps):
             with torch.no_grad():
                 full = float(loss_fn(model(x), y))          # the curve: whole data set, same on all ranks
-            idx = torch.from_numpy(batches.next())
+            idx = torch.from_numpy(batches.next()).to(device)
             xb, yb = x[idx], y[idx]
             check = 0.0
             t = time.perf_counter()
@@ -215,6 +237,8 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _verify(local: torch.Tensor, ina_mean_t: torch.Tensor, hook: InaHookState | None, n: int) -> dict[str, Any]:
     """Compare the INA-averaged gradient with gloo's average of the same local gradients."""
     assert hook is not None and hook.scale_bits, "--verify needs --allreduce ina"
+    # a check, not the training path: on the host, where numpy can read it
+    local, ina_mean_t = local.cpu(), ina_mean_t.cpu()
     s = min(hook.scale_bits.values())              # the coarsest bucket bounds them all
     gsum = local.clone()
     dist.all_reduce(gsum)                         # float32 SUM over gloo, as DDP's default does
@@ -262,6 +286,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="INA fragments awaiting a result per worker")
     ap.add_argument("--timeout", type=float, default=120.0, help="s to wait for a rendezvous or an INA round")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    ap.add_argument("--device", choices=DEVICES, default="cpu",
+                    help="where the model and batches live (default cpu); cuda: rank r on GPU r mod the GPU "
+                         "count, INA buckets staged through pinned host memory; refused without CUDA")
     ap.add_argument("--verify", action="store_true",
                     help="INA: also average every step's gradients with gloo and record the deviation")
     ap.add_argument("--out", help="CSV file for the per-step log")
@@ -289,6 +316,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--momentum {args.momentum}: must be in [0, 1)")
     if args.timeout <= 0:
         raise ValueError(f"--timeout {args.timeout}: must be positive")
+    device_for(args.device, args.rank)
     if args.allreduce == "ina":
         if not args.ina_job:
             raise ValueError("--allreduce ina needs --ina-job FILE")

@@ -142,11 +142,103 @@ def test_ddp_hook_gradients_match_gloo_for_two_workers(tmp_path: Path) -> None:
         for row in ina[r]:
             assert 0 <= row["grad_ratio"] <= 1.0, row
             assert row["scale_bits"] >= 20                    # digits' gradients are far below 2^10
+    _same_training_as_gloo(ina, gloo)
+
+
+LOSS_RTOL = 1e-4     # a few steps of ~2^-20 relative gradient differences stay far below this
+
+
+def _same_training_as_gloo(ina: list[list[dict]], gloo: list[list[dict]]) -> None:
     # both ranks applied the same averaged gradient: identical weights, identical full loss
     assert [x["loss"] for x in ina[0]] == [x["loss"] for x in ina[1]]
     assert ina[0][0]["loss"] == gloo[0][0]["loss"]             # same seed, same initial weights
+    for a, b in zip(ina[0], gloo[0], strict=True):             # the same trajectory, up to rounding
+        assert a["loss"] == pytest.approx(b["loss"], rel=LOSS_RTOL), (a, b)
     # training happened, in both modes
     assert ina[0][-1]["loss"] < ina[0][0]["loss"] and gloo[0][-1]["loss"] < gloo[0][0]["loss"]
+
+
+def _cuda_absent() -> bool:
+    import torch
+    return not torch.cuda.is_available()
+
+
+@pytest.mark.skipif(_cuda_absent(), reason="CUDA not available")
+def test_ddp_hook_on_cuda_matches_gloo_for_two_workers(tmp_path: Path) -> None:
+    """--device cuda: the same check as on the CPU, with the buckets on the GPU (staged through
+    pinned host memory by the hook; both ranks share GPU 0 when there is one)."""
+    job = loopback_job(2)
+    steps = 4
+    extra = ["--device", "cuda"]
+    ina = run_mode("ina", job, tmp_path, steps=steps, verify=True, timeout=180, extra=extra)
+    gloo = run_mode("gloo", job, tmp_path, steps=steps, timeout=180, extra=extra)
+    for ranks in (ina, gloo):
+        assert [len(r) for r in ranks] == [steps, steps]
+    assert all(0 <= row["grad_ratio"] <= 1.0 and row["scale_bits"] >= 20 for r in ina for row in r)
+    _same_training_as_gloo(ina, gloo)
+
+
+def test_device_cuda_is_refused_in_one_line_without_cuda(capsys, monkeypatch) -> None:
+    """Without a usable GPU, --device cuda stops before any process group or socket exists."""
+    import torch
+
+    from training.local import main as local_main
+    from training.train_digits import device_for, main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as e:
+        main(["--rank", "0", "--world-size", "1", "--master", "127.0.0.1:1", "--allreduce", "gloo",
+              "--device", "cuda"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--device cuda: CUDA is not available here" in err and "use --device cpu" in err
+    with pytest.raises(SystemExit) as e:
+        local_main(["--device", "cuda", "--quiet"])
+    assert e.value.code == 2 and "CUDA is not available" in capsys.readouterr().err
+    assert device_for("cpu", 3) == torch.device("cpu")
+
+
+def test_pinned_pool_reuses_one_buffer_per_size_and_never_lends_one_twice() -> None:
+    """The hook's staging buffers for CUDA buckets (bookkeeping only: pin=False needs no GPU):
+    steady state allocates nothing; two buckets of one size in flight get two buffers."""
+    import torch
+
+    from training.ddp_hook import PinnedPool
+
+    pool = PinnedPool(pin=False)
+    for _ in range(3):                                   # three steps of buckets 0 and 1
+        a, b = pool.acquire(100, torch.float32), pool.acquire(7, torch.float32)
+        assert a.shape == (100,) and b.shape == (7,)
+        pool.release(a)
+        pool.release(b)
+    assert pool.allocated == 2
+    a, b = pool.acquire(100, torch.float32), pool.acquire(100, torch.float32)
+    assert a.data_ptr() != b.data_ptr() and pool.allocated == 3
+    pool.release(a)
+    pool.release(b)
+    assert pool.acquire(100, torch.float64).dtype == torch.float64 and pool.allocated == 4
+
+
+def test_allreduce_into_out_is_the_same_as_a_new_array(loopback3) -> None:
+    """``out=values``: the hook's in-place mean of a staging buffer, bit for bit the returned one."""
+    job, ars = loopback3
+    rng = np.random.default_rng(3)
+    base = [rng.normal(0, 1e-2, 1000).astype(np.float32) for _ in range(3)]
+    inplace = [b.copy() for b in base]
+    out: list[list[object]] = [[] for _ in ars]
+
+    def run(w: int) -> None:
+        out[w].append(ars[w].allreduce(base[w], average=True))
+        out[w].append(ars[w].allreduce(inplace[w], average=True, out=inplace[w]))
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for w in range(3):
+        assert out[w][1] is inplace[w] and np.array_equal(out[w][0], inplace[w])
+    with pytest.raises(ValueError, match="contiguous float32 of the same size"):
+        ars[0].allreduce(base[0], out=np.zeros(999, np.float32))
 
 
 def test_train_digits_rejects_bad_arguments_in_one_line(capsys) -> None:
