@@ -1,0 +1,250 @@
+"""Hosts alone: N workers on hostlib's native data path against a C switch stand-in, next to gloo.
+
+The reflector (benchmarks/reflector.c) binds the PS address and does what a switch aggregating
+the job at its multicast level does: it sums the workers' int32 lanes per fragment and sends each
+complete aggregate to every worker, one datagram per worker. It costs memory bandwidth and a
+socket, nothing else, so the rates measure the hosts: encoding, the worker's C loop, the kernel's
+UDP path and decoding. Every party is its own process (fork): the reflector, and one per worker
+(Worker + UdpTransport, run_udp's C loop). Then gloo all-reduces a tensor of the same size
+between the same number of processes on 127.0.0.1 (torch.distributed, in place: no per-round
+clone).
+
+Printed per run: Gb/s of gradient per host (4 bytes per element, one host's gradient per
+round, over the slowest worker's wall time) and per core (the same bits over each worker
+process's CPU seconds, user + system, averaged over workers; the reflector's CPU is reported
+beside, as a switch's is not the hosts'). ``--veth`` also runs the INA part across a veth pair
+between two network namespaces this benchmark creates and deletes (root only): there every
+datagram is sent and read on its own, as on a real interface, where loopback batches them
+(UDP GSO/GRO, as hostlib's native path does on lo).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import multiprocessing as mp
+import os
+import random
+import resource
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.machine import describe  # noqa: E402
+from hostlib import native  # noqa: E402
+from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS  # noqa: E402
+
+K = DEFAULT_LANES
+JOB = 11
+NODE = 1                      # the label's aggregation node: a switch's, so results come from "it"
+CLONE_NEWNET = 0x40000000
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _enter(netns: str | None) -> None:
+    """Move this (forked, single-threaded) process into ``netns`` before it opens a socket."""
+    if netns is None:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(f"/var/run/netns/{netns}") as f:
+        if libc.setns(f.fileno(), CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {netns}")
+
+
+def _reflector_proc(ps_ip: str, ips: list[str], netns: str | None, ready: Any, stop: Any, q: Any) -> None:
+    _enter(netns)
+    from benchmarks.reflector import Reflector
+    refl = Reflector(ps_ip, ips).start()
+    ready.set()
+    stop.wait()
+    c = _cpu()                   # every thread's: the C loop's included
+    refl.close()
+    q.put(("reflector", c, refl.stats.as_dict(), refl.gso))
+
+
+def _worker_proc(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int, netns: str | None,
+                 go: Any, q: Any) -> None:
+    _enter(netns)
+    from hostlib.drivers import UdpTransport, run_udp
+    from hostlib.rto import RtoEstimator
+    from hostlib.worker import FragmentLabel, Worker
+    tr = UdpTransport(ip, lanes=K, native=True)
+    wk = Worker(JOB, w, ps_ip, ip, [FragmentLabel(NODE, workers)], lanes=K, window=window,
+                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=True)
+    g = np.random.default_rng(w).normal(0.0, 1.0, n).astype(np.float32)
+    go.wait()
+    wk.push(g)                                   # warm-up round: library, pages, caches
+    if not run_udp(wk, tr, 120.0):
+        raise RuntimeError(f"worker {w}: warm-up round timed out")
+    c0, t0, resent = _cpu(), time.perf_counter(), 0
+    for _ in range(rounds):
+        wk.push(g)
+        if not run_udp(wk, tr, 120.0):
+            raise RuntimeError(f"worker {w}: round {wk.round} timed out")
+        resent += wk.stats.resent
+    q.put(("worker", _cpu() - c0, time.perf_counter() - t0, resent))
+    tr.close()
+
+
+def _line(what: str, n: int, rounds: int, walls: list[float], cpus: list[float]) -> tuple[float, float]:
+    bits = n * 32 * rounds
+    host, core = bits / max(walls) / 1e9, float(np.mean([bits / c for c in cpus])) / 1e9
+    print(f"{what:<58} {host:8.3f} Gb/s per host {core:8.3f} Gb/s per core  {rounds / max(walls):7.2f} rounds/s")
+    return host, core
+
+
+def bench_ina(n: int, rounds: int, workers: int, window: int, ps_ip: str, ips: list[str],
+              netns: tuple[str, str] | None = None, label: str = "loopback") -> tuple[float, float]:
+    ctx = mp.get_context("fork")
+    ready, stop, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
+    sw_ns, host_ns = netns if netns else (None, None)
+    refl = ctx.Process(target=_reflector_proc, args=(ps_ip, ips, sw_ns, ready, stop, q))
+    refl.start()
+    if not ready.wait(60):
+        raise RuntimeError("the reflector did not start")
+    procs = [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, workers, n, rounds, window, host_ns, go, q))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    time.sleep(0.3)                              # every worker bound before the first fragment
+    go.set()
+    try:
+        reports = [q.get(timeout=600) for _ in range(workers)]
+    finally:
+        stop.set()
+    _, refl_cpu, st, gso = q.get(timeout=60)
+    for p in [*procs, refl]:
+        p.join(60)
+    walls, cpus = [r[2] for r in reports], [r[1] for r in reports]
+    what = f"INA, reflector, {label}{' (GSO/GRO)' if gso else ''}, {workers} workers, {n * 4 / 2**20:.1f} MB, W={window}"
+    out = _line(what, n, rounds, walls, cpus)
+    print(f"    reflector: {refl_cpu:.2f} CPU s ({n * 32 * (rounds + 1) * workers / refl_cpu / 1e9:.3f} Gb/s of "
+          f"contributions per core), {st['completed']} aggregates, {st['results_sent']} result datagrams, "
+          f"{st['answered_retries']} retries answered, {st['duplicates']} duplicates, {st['send_dropped']} send "
+          f"drops; workers resent {sum(r[3] for r in reports)} fragments")
+    return out
+
+
+def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: Any) -> None:
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
+    try:
+        t = torch.from_numpy(np.random.default_rng(rank).normal(0.0, 1.0, n).astype(np.float32))
+        dist.all_reduce(t)                       # warm-up: connections, buffers
+        dist.barrier()
+        c0, t0 = _cpu(), time.perf_counter()
+        for _ in range(rounds):
+            # in place, as DDP reduces its buckets: the sums grow (x N a round), far from float32's
+            # range for the rounds a run makes, and addition costs the same at any magnitude
+            dist.all_reduce(t)
+        q.put((_cpu() - c0, time.perf_counter() - t0))
+    finally:
+        dist.destroy_process_group()
+
+
+def bench_gloo(n: int, rounds: int, workers: int) -> tuple[float, float] | None:
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        print("gloo all-reduce: torch is not installed")
+        return None
+    if not dist.is_available() or not dist.is_gloo_available():
+        print("gloo all-reduce: torch.distributed has no gloo backend here")
+        return None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")                # torch and fork do not mix
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_gloo_rank, args=(r, workers, port, n, rounds, q)) for r in range(workers)]
+    for p in procs:
+        p.start()
+    reports = [q.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(60)
+    return _line(f"gloo all-reduce, 127.0.0.1, {workers} processes, {n * 4 / 2**20:.1f} MB", n, rounds,
+                 [r[1] for r in reports], [r[0] for r in reports])
+
+
+@contextmanager
+def veth_pair(workers: int) -> Iterator[tuple[tuple[str, str], str, list[str]]]:
+    """Two network namespaces of our own joined by a veth pair: the reflector's (10.77.0.1) and
+    the workers' (10.77.0.2 ...); both deleted on exit. Yields (namespaces, PS IP, worker IPs)."""
+    tag = f"{os.getpid()}-{random.randint(0, 9999)}"
+    sw, hosts = f"inarefl-sw-{tag}", f"inarefl-hosts-{tag}"
+    ps_ip, ips = "10.77.0.1", [f"10.77.0.{w + 2}" for w in range(workers)]
+    made: list[str] = []
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=30)
+    try:
+        for ns in (sw, hosts):
+            ip("netns", "add", ns)
+            made.append(ns)
+        ip("-n", sw, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", hosts)
+        ip("-n", sw, "addr", "add", f"{ps_ip}/24", "dev", "eth0")
+        for a in ips:
+            ip("-n", hosts, "addr", "add", f"{a}/24", "dev", "eth0")
+        for ns in (sw, hosts):
+            ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", ns, "link", "set", "eth0", "up")
+        yield (sw, hosts), ps_ip, ips
+    finally:
+        for ns in made:                          # only the namespaces made here (the veth goes with them)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_reflector.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=8.0, help="gradient size in MB of float32 (default 8)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed all-reduce rounds, after one warm-up (default 5)")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes, and gloo ranks (default 2)")
+    ap.add_argument("--window", type=int, default=64, help="worker window: fragments awaiting a result (default 64)")
+    ap.add_argument("--veth", action="store_true",
+                    help="also across a veth pair between two network namespaces made for the run (root)")
+    ap.add_argument("--no-gloo", action="store_true", help="leave out the gloo baseline")
+    args = ap.parse_args(argv)
+    if not 1 <= args.workers <= MAX_WORKERS:
+        ap.error(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
+    if args.rounds < 1 or args.window < 1 or not args.mb > 0:
+        ap.error("--rounds and --window must be at least 1, --mb positive")
+    n = int(args.mb * 2**20 / 4)
+    print(describe())
+    if not native.available():
+        print(f"the native data path is unavailable here: {native.unavailable_reason()}")
+        return 1
+    print(f"hostlib native data path, {K} lanes per fragment; per core = gradient bits / the worker "
+          f"process's CPU seconds")
+    net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"      # not another run's addresses
+    host, _ = bench_ina(n, args.rounds, args.workers, args.window, f"{net}.1",
+                        [f"{net}.{w + 2}" for w in range(args.workers)])
+    if args.veth:
+        try:
+            with veth_pair(args.workers) as (namespaces, ps_ip, ips):
+                bench_ina(n, args.rounds, args.workers, args.window, ps_ip, ips, namespaces, "veth")
+        except (OSError, subprocess.SubprocessError) as e:
+            detail = getattr(e, "stderr", "") or e
+            print(f"veth: not run ({str(detail).strip()})")
+    if not args.no_gloo:
+        gloo = bench_gloo(n, args.rounds, args.workers)
+        if gloo:
+            print(f"{'INA over the reflector (loopback) / gloo, per host':<58} {host / gloo[0]:8.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
