@@ -61,10 +61,24 @@ class JobProgress:
     rounds_total: int | None = None
     comm_s: list[float] = field(default_factory=list)      # measured, one per finished round
     comp_s: list[float] = field(default_factory=list)
+    last_finish: float | None = None                       # when the last recorded round ended
 
     def record(self, comp_seconds: float, comm_seconds: float) -> None:
         self.comp_s.append(comp_seconds)
         self.comm_s.append(comm_seconds)
+
+    def record_finish(self, finished_at: float, started_at: float) -> None:
+        """Record a round from the job's clock: its period is the time since the previous round's
+        results (``started_at``, the job's start, for the first), its computation the job's
+        expected one (``comp_prior``), its communication the rest. Every worker of a job gets its
+        results at the same moment (multicast) and expects the same computation, so they all
+        record the same values and label their fragments with one priority, the job's (§5.4:
+        each job computes its own), not one skewed by a worker's own jitter."""
+        since = started_at if self.last_finish is None else self.last_finish
+        period = max(finished_at - since, MIN_COMPUTE_S)
+        comp = max(self.comp_prior, MIN_COMPUTE_S)
+        self.record(comp, max(period - comp, MIN_COMPUTE_S))
+        self.last_finish = finished_at
 
     @property
     def rounds_done(self) -> int:

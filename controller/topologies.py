@@ -150,6 +150,38 @@ def leaf_spine(spines: int, leaves: int, hosts_per_leaf: int | None = None, *,
                    switch_capacity_gbps=switch_capacity_gbps, ps_capacity_gbps=ps_capacity_gbps)
 
 
+def single_switch(hosts: int, *, ps_hosts: int = 0, link_gbps: float = 100.0,
+                  memory_bytes: int = TOFINO2_MEMORY, pipelines: int = 1, seed: int = 0,
+                  name: str | None = None) -> Topology:
+    """One programmable switch ``tor1`` with ``hosts`` servers (ESA §7.2.1: 64 servers under one
+    switch, 100 Gb/s links). ``ps_hosts`` > 0: the PSes' servers (numbered after the others)
+    hang off a second switch ``tor2`` with no aggregator memory, joined to ``tor1`` by a trunk as
+    fast as every host link together (so the two act as one non-blocking switch: a PS's results
+    multicast at ``tor2`` cross it once per worker); it is programmable so that it can multicast
+    a PS's results back (controller.deploy's relay-only node), releasing ATP's held aggregators
+    in ``tor1`` on their way, as the switch carrying ATP's parameter packets does."""
+    if hosts < 1 or ps_hosts < 0:
+        raise ValueError("a single switch needs at least one host (and no negative PS hosts)")
+    b = _Builder()
+    tor = b.switch("tor1", "tor")
+    for h in range(hosts):
+        b.link(b.host(f"h{h + 1}"), tor, link_gbps)
+    relay = []
+    if ps_hosts:
+        relay = [b.switch("tor2", "tor")]
+        for h in range(hosts, hosts + ps_hosts):
+            b.link(b.host(f"h{h + 1}"), relay[0], link_gbps)
+        b.link(tor, relay[0], link_gbps * (hosts + ps_hosts))
+    meta = {"generator": "single_switch", "tiers": ["host", "tor"], "link_gbps": link_gbps,
+            "ps_hosts": ps_hosts, "seed": seed}
+    topo = b.build(name or f"single-switch-{hosts}" + (f"+{ps_hosts}" if ps_hosts else ""), meta,
+                   programmable=[tor, *relay], memory_bytes=memory_bytes, pipelines=pipelines,
+                   switch_capacity_gbps=0.0, ps_capacity_gbps=0.0)
+    for r in relay:
+        topo.nodes[r].memory_bytes = 0          # relays only: the aggregators are tor1's
+    return topo
+
+
 def _hosts_per_switch(switches: int, per_switch: int | None, total: int | None) -> list[int]:
     if (per_switch is None) == (total is None):
         raise ValueError("give exactly one of hosts-per-switch and total hosts")

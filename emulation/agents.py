@@ -198,7 +198,8 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     lanes, parts = cfg["lanes"], cfg["parts"]
     workers = [Worker(p["job_id"], p["worker_id"], p["ps_ip"], cfg["ip"],
                       [FragmentLabel(*lab) for lab in p["labels"]], mac=cfg["mac"], lanes=lanes,
-                      window=cfg.get("window", 8), rto=_rto(cfg), node_tries=cfg.get("node_tries", NODE_TRIES))
+                      window=cfg.get("window", 8), rto=_rto(cfg), node_tries=cfg.get("node_tries", NODE_TRIES),
+                      loss_detection=cfg.get("loss_detection", "rack"))
                for p in parts]
     agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
     tr = CountingTransport(cfg["ip"], lanes=lanes)
@@ -246,7 +247,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
             for p, rec, wk, prog in zip(parts, records, workers, progress):
                 st = wk.stats
                 if prog is not None:
-                    prog.record(comp, comm)
+                    prog.record_finish(time.time(), start)      # the job's priority, not this worker's
                 rec.append({"round": rnd, "seconds": comm, "compute_seconds": comp,
                             "priorities": [wk.labels[g].priority for g in sorted(wk.labels)],
                             "done": bool(finished and wk.done()),

@@ -16,18 +16,10 @@ from hostlib.protocol import HEADER_LEN
 from hostlib.worker import DEFAULT_WINDOW
 
 from .agents import UDP_OVERHEAD, round_labels
-from .experiment import JobSpec
+from .experiment import JobSpec, link_bits_per_s
 from .inprocess import run_jobs as run_inprocess
 
 LANES = 64
-
-
-def link_bits_per_s(topo: Topology, bw_scale: float) -> dict[tuple[str, str], float]:
-    """Each link's rate in the emulation, both directions: (from, to) → bits per second."""
-    rates = {}
-    for link in topo.links:
-        rates[(link.a, link.b)] = rates[(link.b, link.a)] = link.capacity_gbps * 1e9 / bw_scale
-    return rates
 
 
 def round_fan_ins(dep: Deployment, worker: str, joined: list[list[int]]) -> list[list[int]]:

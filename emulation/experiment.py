@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from controller.model import Job, SubModel, Topology
-from controller.topologies import fat_tree, goat_testbed, inart_fattree, leaf_spine
+from controller.topologies import fat_tree, goat_testbed, inart_fattree, leaf_spine, single_switch
 
 LINK_MBPS = 20.0            # InArt's emulation: 100 Gb/s scaled down 5000× (bmv2-class switches)
 
@@ -20,6 +20,12 @@ def _fattree(k: int, per_edge: int | None, programmable: float, seed: int) -> To
 
 def _leaf_spine(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
     return leaf_spine(k, k, per_edge or k, programmable_fraction=programmable, seed=seed)
+
+
+def _single(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
+    # the hosts beyond 64 (ESA §7.2.1's servers) are the PSes', under a relay switch
+    total = per_edge or k
+    return single_switch(min(total, 64), ps_hosts=max(0, total - 64), seed=seed)
 
 
 def _goat_testbed(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
@@ -35,6 +41,8 @@ TOPOLOGIES: dict[str, tuple[Callable[[int, int | None, float, int], Topology], s
     "fattree": (_fattree, "k-ary fat-tree (--k, default 4: 20 switches; k/2 hosts per edge unless "
                           "--hosts-per-edge)"),
     "leaf-spine": (_leaf_spine, "k spines, k leaves, k hosts per leaf (or --hosts-per-edge)"),
+    "single": (_single, "one programmable switch with --hosts-per-edge hosts (else --k); beyond 64, "
+                        "the rest (the PSes') under a relay switch with no aggregators: ESA §7.2"),
     "goat-testbed": (_goat_testbed, "GOAT Fig. 4: S1, S2 with 4 workers each, S3 with the PS (all programmable)"),
     "inart": (_inart, "InArt's emulation: k=6 fat-tree, 54 hosts, every switch programmable"),
 }
@@ -80,16 +88,27 @@ def place_jobs(topo: Topology, specs: list[JobSpec], workers: int, *, submodels:
         jobs.append(Job(f"job{k + 1}", ws, pss, subs, job_id=k + 1))
     memory = switch_bytes if switch_bytes is not None else int(n * max(s.mb for s in specs) * 1e6 / 2)
     for s in topo.programmable_switches():
-        topo.nodes[s].memory_bytes = memory
+        if topo.nodes[s].memory_bytes > 0:      # a relay switch built without memory keeps none
+            topo.nodes[s].memory_bytes = memory
     for j in jobs:
         j.validate(topo)
     return jobs
 
 
 def bw_scale_for(topo: Topology, link_mbps: float) -> float:
-    """The EmuNet bandwidth scale that gives the topology's fastest link ``link_mbps``."""
-    fastest = max(l.capacity_gbps for l in topo.links)
+    """The EmuNet bandwidth scale that gives the topology's fastest host link ``link_mbps``
+    (a trunk joining switches may be faster: it keeps its ratio)."""
+    hosts = set(topo.hosts())
+    fastest = max(l.capacity_gbps for l in topo.links if l.a in hosts or l.b in hosts)
     return fastest * 1000.0 / link_mbps
 
 
-__all__ = ["TOPOLOGIES", "build_topology", "JobSpec", "place_jobs", "bw_scale_for", "LINK_MBPS"]
+def link_bits_per_s(topo: Topology, bw_scale: float) -> dict[tuple[str, str], float]:
+    """Each link's rate in the emulation, both directions: (from, to) → bits per second."""
+    rates = {}
+    for link in topo.links:
+        rates[(link.a, link.b)] = rates[(link.b, link.a)] = link.capacity_gbps * 1e9 / bw_scale
+    return rates
+
+
+__all__ = ["TOPOLOGIES", "build_topology", "JobSpec", "place_jobs", "bw_scale_for", "link_bits_per_s", "LINK_MBPS"]

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from controller.esa_priority import JobProgress
 from controller.deploy import Deployment, FabricDeployment, TableOp, apply_ops
 from controller.ina_tables import InaTables
 from controller.model import Topology
@@ -26,7 +27,8 @@ from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES_KEPT, Worker
 from p4sim import Program, Switch, load_program
 from p4sim.fabric import Fabric
 
-from .agents import expected_fixed, gradient, round_labels, round_seeds
+from .experiment import link_bits_per_s
+from .agents import compute_seconds, expected_fixed, gradient, measured_labels, round_labels, round_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 V1MODEL = ROOT / "p4src" / "v1model" / "ina.p4"
@@ -58,51 +60,104 @@ def build_fabric(topo: Topology, ops: Mapping[str, Sequence[TableOp]], program: 
 
 
 class _TrainingWorker:
-    """A Worker running ``rounds`` rounds back to back from ``start_at``; records each round's
-    finish time. ``priorities`` (round → sub-model → byte) relabels each round (ESA)."""
+    """A Worker training ``rounds`` rounds from ``start_at``: before each round it computes for
+    ``compute`` seconds plus its own seeded U(0, ``jitter``) (emulation.agents.compute_seconds,
+    the draws the Mininet agents make), still answering the PS meanwhile; records each round's
+    finish time. ``priorities`` (round → sub-model → byte) relabels each round; ``progress``
+    (ESA) relabels it with Eq. 1 on what the job measured (:meth:`JobProgress.record_finish`)."""
 
     def __init__(self, worker: Worker, seeds: Sequence[int], index: int, sizes: Sequence[int],
-                 rounds: int, start_at: float = 0.0, priorities: Sequence[Sequence[int]] | None = None) -> None:
+                 rounds: int, start_at: float = 0.0, priorities: Sequence[Sequence[int]] | None = None, *,
+                 compute: float = 0.0, jitter: float = 0.0, progress: JobProgress | None = None,
+                 unit: float = 1.0, on_round: Callable[[], None] | None = None) -> None:
         self.worker, self.seeds, self.index, self.sizes, self.rounds = worker, seeds, index, sizes, rounds
         self.start_at, self.priorities = start_at, priorities
+        self.compute, self.jitter, self.progress, self.unit, self.on_round = compute, jitter, progress, unit, on_round
         self.labels = [worker.labels[i] for i in range(len(sizes))]
         self.started = False
+        self.resume_at: float | None = None      # when the computation before the next round ends
         self.finished: list[float] = []
         self.results: list[np.ndarray] = []
         self.resent: list[int] = []
+        self.fast_resent: list[int] = []
+        self.pushed_at: list[float] = []         # when each round's first copies went out
+        self.computed: list[float] = []          # each round's computation before it (s)
+        self.priority_log: list[list[int]] = []  # the priorities each round's fragments carried
 
-    def _push(self) -> None:
+    def _compute(self, now: float) -> list[bytes]:
         rnd = len(self.finished)
-        self.worker.labels = dict(enumerate(round_labels(self.labels, self.priorities, rnd)))
+        comp = compute_seconds(self.compute, self.jitter, self.seeds[self.index], rnd)
+        self.computed.append(comp)
+        if comp > 0:
+            self.resume_at = now + comp
+            return []
+        return self._push(now)
+
+    def _push(self, now: float) -> list[bytes]:
+        rnd = len(self.finished)
+        self.resume_at = None
+        self.pushed_at.append(now)
+        labels = measured_labels(round_labels(self.labels, self.priorities, rnd), self.progress, self.unit)
+        self.priority_log.append([lab.priority for lab in labels])
+        self.worker.labels = dict(enumerate(labels))
         self.worker.push(gradient(round_seeds(self.seeds, rnd)[self.index], sum(self.sizes)), self.sizes)
+        return self.worker.start(now)
 
     def start(self, now: float) -> list[bytes]:
         if now < self.start_at:
             return []
         self.started = True
-        self._push()
-        return self.worker.start(now)
+        return self._compute(now)
 
     def _advance(self, out: list[bytes], now: float) -> list[bytes]:
-        if self.worker.done() and len(self.finished) < self.rounds and self.worker.round == len(self.finished):
+        if self.resume_at is None and self.worker.done() and len(self.finished) < self.rounds \
+                and self.worker.round == len(self.finished):
             self.finished.append(now)
             self.results.append(self.worker.result_fixed())
             self.resent.append(self.worker.stats.resent)
+            self.fast_resent.append(self.worker.stats.fast_resent)
+            if self.progress is not None:
+                self.progress.record_finish(now, self.start_at)
+            if self.on_round is not None:
+                self.on_round()
             if len(self.finished) < self.rounds:
-                self._push()
-                out = out + self.worker.start(now)
+                out = out + self._compute(now)
         return out
 
     def on_frame(self, frame: bytes, now: float) -> list[bytes]:
         return self._advance(self.worker.on_frame(frame, now), now)
 
+    def report(self, wants: Sequence[np.ndarray], lanes: int) -> dict[str, Any]:
+        """What a Mininet worker agent reports (emulation.agents.run_worker), on the simulated
+        clock: ``wants[r]`` is round r's exact sum."""
+        rounds, resent, fast = [], 0, 0
+        for r, (done, want) in enumerate(zip(self.finished, wants)):
+            rounds.append({"round": r, "seconds": done - self.pushed_at[r], "compute_seconds": self.computed[r],
+                           "exact": bool(np.array_equal(self.results[r], want)), "joined": True,
+                           "resent": self.resent[r] - resent, "fast_resent": self.fast_resent[r] - fast,
+                           "priorities": self.priority_log[r]})
+            resent, fast = self.resent[r], self.fast_resent[r]
+        st = self.worker.stats
+        return {"seconds": (self.finished[-1] - self.start_at) if self.done else float("nan"),
+                "done": self.done, "exact": self.done and all(r["exact"] for r in rounds), "rounds": rounds,
+                "fragments": sum(-(-n // lanes) for n in self.sizes), "sent": st.sent, "resent": st.resent,
+                "fast_resent": st.fast_resent}
+
     def on_timer(self, now: float) -> list[bytes]:
         if not self.started:
             return self.start(now)
-        return self._advance(self.worker.on_timer(now), now)
+        out = self.worker.on_timer(now) if self.worker.round >= 0 else []
+        if self.resume_at is not None and now >= self.resume_at:
+            out = out + self._push(now)
+        return self._advance(out, now)
 
     def next_deadline(self) -> float | None:
-        return self.worker.next_deadline() if self.started else self.start_at
+        if not self.started:
+            return self.start_at
+        d = self.worker.next_deadline() if self.worker.round >= 0 else None
+        if self.resume_at is not None:
+            d = self.resume_at if d is None else min(d, self.resume_at)
+        return d
 
     @property
     def done(self) -> bool:
@@ -144,13 +199,22 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
              starts: Mapping[int, float] | None = None,
              priorities: Mapping[int, Sequence[Sequence[int]]] | None = None,
              members: Mapping[int, Sequence[int]] | None = None,
-             link_mbps: float | None = None) -> list[InProcessResult]:
+             link_mbps: float | None = None, bw_scale: float | None = None,
+             compute: Mapping[int, float] | None = None,
+             jitter: float = 0.0, esa: Mapping[int, Mapping[str, Any]] | None = None,
+             on_round: Callable[[], None] | None = None, loss_detection: str = "rack") -> list[InProcessResult]:
     """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
     ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
     host serve their jobs together. ``members[j]``: the worker ids of job ``j`` that run (default
     all; the deployment's fan-ins and PS config must expect just those, as GOAT-Async's round
     labels do), an empty list leaving the job idle. ``link_mbps``: every link's rate (default
-    unlimited: latency only). One result per job, in ``fd.jobs`` order."""
+    unlimited: latency only); ``bw_scale`` instead: each link at its capacity / ``bw_scale``, as
+    the Mininet net (emulation.net) sets them. ``compute[j]``: each of job ``j``'s workers computes that long
+    before every round, plus its own U(0, ``jitter``) (the Mininet agents' draws); ``esa[j]``:
+    ESA's Eq. 1 inputs (emulation.schemes.esa_inputs), its workers labelling each round with the
+    job's measured priority; ``on_round()`` is called as any worker finishes a round (a progress
+    bar); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION). One result per job,
+    in ``fd.jobs`` order."""
     fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
     agents: dict[str, Any] = {}
@@ -176,9 +240,16 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
                 raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
             # the v1model program's nodes keep their results (rule 8): more tries at the node
             wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
-                        window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT)
+                        window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT, loss_detection=loss_detection)
+            inputs = (esa or {}).get(dep.job_id)
+            progress = None if not inputs else JobProgress(
+                comm_prior=float(inputs["comm_prior"]), comp_prior=float(inputs["comp_prior"]),
+                rounds_total=inputs.get("rounds"))
             agents[w] = _TrainingWorker(wk, seeds[k], i, dep.submodel_sizes, rounds[dep.job_id],
-                                        (starts or {}).get(dep.job_id, 0.0), (priorities or {}).get(dep.job_id))
+                                        (starts or {}).get(dep.job_id, 0.0), (priorities or {}).get(dep.job_id),
+                                        compute=(compute or {}).get(dep.job_id, 0.0), jitter=jitter,
+                                        progress=progress, unit=float((inputs or {}).get("unit", 1.0)),
+                                        on_round=on_round)
             mine.append(agents[w])
         trainers.append(mine)
     drops: dict[tuple[str, str], float] = {}
@@ -190,21 +261,26 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     everyone = [t for ts in trainers for t in ts]
     report = run_on_fabric(fabric, agents, until, hop_latency=hop_latency, loss=drops, seed=seed,
                            stop=lambda: all(t.done for t in everyone) and all(p.done() for p in pses.values()),
-                           max_events=max_events, link_bps=link_mbps * 1e6 if link_mbps else None)
+                           max_events=max_events,
+                           link_bps=link_bits_per_s(topo, bw_scale) if bw_scale else link_mbps * 1e6 if link_mbps else None)
     out = []
     for k, dep in enumerate(fd.jobs):
         ts = trainers[k]
         per_round = []
+        wants = [expected_fixed([round_seeds(seeds[k], r)[t.index] for t in ts], dep.submodel_sizes, lanes)
+                 for r in range(max((len(t.finished) for t in ts), default=0))]
         for r in range(min((len(t.finished) for t in ts), default=0)):
-            want = expected_fixed([round_seeds(seeds[k], r)[t.index] for t in ts], dep.submodel_sizes, lanes)
+            want = wants[r]
             start = max(t.finished[r - 1] for t in ts) if r else ts[0].start_at
             per_round.append({"round": r, "seconds": max(t.finished[r] for t in ts) - start,
                               "exact": all(np.array_equal(t.results[r], want) for t in ts),
-                              "worker_resent": sum(t.resent[r] for t in ts)})
+                              "worker_resent": sum(t.resent[r] for t in ts),
+                              "worker_fast_resent": sum(t.fast_resent[r] for t in ts)})
         ps = pses[dep.ps]
         out.append(InProcessResult(per_round, dict(ps.stats.received), report, ps.stats,
                                    {"jct": max(t.finished[-1] for t in ts) - ts[0].start_at
-                                    if ts and all(t.done for t in ts) else float("nan")}))
+                                    if ts and all(t.done for t in ts) else float("nan"),
+                                    "workers": [t.report(wants, lanes) for t in ts]}))
     return out
 
 

@@ -81,7 +81,7 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                    lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None,
                    compute: Mapping[int, float] | None = None, jitter: float = 0.0,
                    esa: Mapping[int, dict[str, Any]] | None = None,
-                   node_tries: int = NODE_TRIES) -> dict[str, tuple[str, dict]]:
+                   node_tries: int = NODE_TRIES, loss_detection: str = "rack") -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
     worker's packets carry then counts that round's participants at its node. ``compute``: job →
@@ -92,7 +92,7 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish),
-              "node_tries": node_tries}
+              "node_tries": node_tries, "loss_detection": loss_detection}
     cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
@@ -146,11 +146,13 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
              starts: Mapping[int, float] | None = None, priorities: Mapping[int, list[list[int]]] | None = None,
              participants: Mapping[int, list[list[int]]] | None = None,
              progress: Callable[[int], None] | None = None, compute: Mapping[int, float] | None = None,
-             jitter: float = 0.0, esa: Mapping[int, dict[str, Any]] | None = None) -> list[RoundResult]:
+             jitter: float = 0.0, esa: Mapping[int, dict[str, Any]] | None = None,
+             loss_detection: str = "rack") -> list[RoundResult]:
     """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
     running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
     bounds each round). ``progress(n)`` is called as rounds complete (n: newly completed
-    rounds, summed over jobs). One result per job, in ``fd.jobs`` order."""
+    rounds, summed over jobs); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION).
+    One result per job, in ``fd.jobs`` order."""
     workdir.mkdir(parents=True, exist_ok=True)
     for f in workdir.glob("*"):
         if f.is_file():
@@ -161,7 +163,8 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
                           starts={d.job_id: starts.get(d.job_id, 0.0) for d in fd.jobs}, priorities=priorities or {},
                           lanes=net.lanes, participants=participants, compute=compute, jitter=jitter, esa=esa,
                           # the v1model program's nodes keep their results (rule 8), the TNA one's not
-                          node_tries=NODE_TRIES_KEPT if net.arch == "v1model" else NODE_TRIES)
+                          node_tries=NODE_TRIES_KEPT if net.arch == "v1model" else NODE_TRIES,
+                          loss_detection=loss_detection)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"

@@ -99,12 +99,14 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                workdir: Path, bw_scale: float, window: int, seed: int, timeout: float,
                rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
-               prepared: PreparedScheme | None = None, jitter: float = 0.0) -> SchemeRun:
+               prepared: PreparedScheme | None = None, jitter: float = 0.0,
+               loss_detection: str = "rack") -> SchemeRun:
     """Plan ``scheme`` for ``jobs`` (or take ``prepared``: :func:`prepare_scheme`'s, at any
     bandwidth scale), build a fresh Mininet net, install over P4Runtime and run every job's
     rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting);
     each worker computes its spec's ``compute`` seconds per round plus U(0, ``jitter``). ESA's
-    workers evaluate Eq. 1 each round on what they measured (:func:`esa_inputs`)."""
+    workers evaluate Eq. 1 each round on what their job measured (:func:`esa_inputs`);
+    ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION)."""
     if prepared is None:
         prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed, pool=pool,
                                   switch=switch, log=log)
@@ -129,7 +131,8 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                            priorities={} if scheme == "esa" else prio,
                            participants=joined, progress=progress,
                            compute={i: sp.compute for i, sp in spec.items()}, jitter=jitter,
-                           esa=esa_inputs(fd, spec, bounds, jitter) if scheme == "esa" else None)
+                           esa=esa_inputs(fd, spec, bounds, jitter) if scheme == "esa" else None,
+                           loss_detection=loss_detection)
     finally:
         net.stop()
     dropped = net.impairment_drops()

@@ -69,14 +69,14 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
                   loss: Mapping[tuple[str, str], float] | None = None,
                   duplicate: Mapping[tuple[str, str], float] | None = None, seed: int = 0,
                   stop: Callable[[], bool] | None = None, max_events: int = 1_000_000,
-                  link_bps: float | None = None) -> SimReport:
+                  link_bps: float | Mapping[tuple[str, str], float] | None = None) -> SimReport:
     """Run ``agents`` (host name → agent) on ``fabric`` until simulated time ``until``, until
     ``stop()`` is true, or until no frame is in flight and no agent has a deadline.
 
     Every link, host links included, takes ``hop_latency``; switches process in zero time.
-    ``link_bps``: every link direction also serializes its frames at this rate, first in first
-    out (unbounded queues), so a busy link delays what follows it, as a real one does; None:
-    links of unlimited rate.
+    ``link_bps``: every link direction also serializes its frames at this rate (one for all, or
+    (from, to) → bits per second), first in first out (unbounded queues), so a busy link delays
+    what follows it, as a real one does; None: links of unlimited rate.
     ``report.link_bytes`` counts what each link carried per direction and job (duplicates
     included, drops not): the traffic the agents put on every link, whatever the clock.
     ``loss[(a, b)]`` is the probability a frame sent from node a (host or switch name) to its
@@ -111,7 +111,8 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
             report.lost += 1
             return
         if link_bps:
-            t = free_at[(src, dst)] = max(t, free_at.get((src, dst), 0.0)) + 8 * len(data[-1]) / link_bps
+            bps = link_bps if isinstance(link_bps, (int, float)) else link_bps[(src, dst)]
+            t = free_at[(src, dst)] = max(t, free_at.get((src, dst), 0.0)) + 8 * len(data[-1]) / bps
         push(t + hop_latency, kind, data)
         carried(src, dst, data[-1])
         p = duplicate.get((src, dst), 0.0)
@@ -525,10 +526,13 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
     sendmmsg/recvmmsg, the real monotonic clock, and the C library built here."""
     if not isinstance(transport, UdpTransport) or transport.native is False or clock is not time.monotonic:
         return False
+    # the C worker implements the "rack" loss detection only
     if type(agent) is WorkerGroup:
-        if any(type(w) is not Worker or not w.native or w.lanes != transport.lanes for w in agent.workers.values()):
+        if any(type(w) is not Worker or not w.native or w.lanes != transport.lanes or w.loss_detection != "rack"
+               for w in agent.workers.values()):
             return False
-    elif type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False:
+    elif type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False \
+            or getattr(agent, "loss_detection", "rack") != "rack":
         return False
     if getattr(agent, "lanes", None) != transport.lanes:
         return False                  # the Python loop says what is wrong with such frames

@@ -75,6 +75,8 @@ class NativeWorker:
     (e.g. to push the next round)."""
 
     def __init__(self, worker: "Worker") -> None:
+        if worker.loss_detection != "rack":
+            raise ValueError(f"the C worker detects loss as 'rack', not {worker.loss_detection!r}")
         self.lib, self.wk = require(), worker
         self.st = CWorker()
         self._round: Any = None

@@ -1,0 +1,74 @@
+"""A scheme's run on the in-process twin (emulation.inprocess) instead of Mininet: the same plan,
+deployment, jobs, computation and ESA priorities as :func:`emulation.schemes.run_scheme`, the
+real P4 program in every switch, on a simulated clock with links at their emulated rates.
+Deterministic per seed, with no root and no real time: a setting the 2-core machine cannot
+emulate in real time (ESA §7.2's 64 servers, the papers' fabrics) runs here at its scale.
+
+The result is a :class:`emulation.schemes.SchemeRun` whose jobs are
+:class:`emulation.jobs.RoundResult` s built from what each simulated agent did (the reports a
+Mininet agent writes), so emulation.report's rows and the claims table read both instruments
+alike. Times are simulated seconds: ``wall_seconds`` is the simulated span, a link's busy time
+its bytes at its rate.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from controller.model import Job, Topology
+from hostlib.rto import RtoEstimator
+
+from .bounds import spec_of
+from .experiment import JobSpec, link_bits_per_s
+from .inprocess import run_jobs
+from .jobs import RoundResult
+from .schemes import PreparedScheme, SchemeRun, esa_inputs, prepare_scheme
+
+# a run stops at this many simulated events (a guard against a run that never settles)
+MAX_EVENTS = 60_000_000
+
+
+def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, bw_scale: float,
+                    window: int, seed: int, rto: dict[str, float], pool: int, jitter: float = 0.0,
+                    loss: float = 0.0, loss_detection: str = "rack", prepared: PreparedScheme | None = None,
+                    on_round: Callable[[], None] | None = None, log: Callable[[str], None] = print) -> SchemeRun:
+    """``scheme`` planned and deployed for ``jobs`` (or ``prepared``) and run on the twin with
+    every link at its capacity / ``bw_scale``; each worker computes its spec's ``compute`` plus
+    U(0, ``jitter``) before every round; ``rto``: the hosts' timers (emulation.run.host_timers).
+    ``on_round()`` is called as any worker finishes a round."""
+    if prepared is None:
+        prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed,
+                                  pool=pool, log=log)
+    fd = prepared.deployment
+    spec = {d.job_id: spec_of(specs, d.job_id) for d in fd.jobs}
+    results = run_jobs(topo, fd, rounds={i: s.rounds for i, s in spec.items()}, loss=loss, seed=seed,
+                       window=window, rto=RtoEstimator(**rto), starts={i: s.start for i, s in spec.items()},
+                       priorities={} if scheme == "esa" else prepared.priorities, bw_scale=bw_scale,
+                       compute={i: s.compute for i, s in spec.items()}, jitter=jitter,
+                       esa=esa_inputs(fd, spec, prepared.bounds, jitter) if scheme == "esa" else None,
+                       until=1e6, max_events=MAX_EVENTS, on_round=on_round, loss_detection=loss_detection)
+    report = results[0].report if results else None
+    rates = link_bits_per_s(topo, bw_scale)
+    carried: dict[tuple[str, str], int] = {}
+    for (a, b, _), n in (report.link_bytes.items() if report else ()):
+        carried[(a, b)] = carried.get((a, b), 0) + n
+    busy = {ab: 8 * n / rates[ab] for ab, n in carried.items() if ab in rates}
+    busiest = max(busy, key=busy.__getitem__, default=None)
+    span = report.now if report else 0.0
+    switch_tx = sum(report.switch_frames.values()) if report else 0
+    jobs_out = []
+    for dep, res in zip(fd.jobs, results):
+        if report is not None and not all(w["done"] for w in res.extra["workers"]):
+            log(f"[{scheme}] job {dep.job_id}: not done at {span:.1f} simulated s ({report.events} events)")
+        ps_in = [(n, b) for (a, b, job), n in (report.link_bytes.items() if report else ()) if b == dep.ps
+                 and job == dep.job_id]
+        ps = {"received": dict(res.ps_received), "rx_packets": sum(res.ps_received.values()),
+              "rx_bytes": sum(n for n, _ in ps_in), "results_sent": getattr(res.ps_stats, "results_sent", 0)}
+        jobs_out.append(RoundResult(scheme, res.extra["workers"], ps, switch_tx, span, job=dep.job_id,
+                                    start=spec[dep.job_id].start,
+                                    busiest_link="→".join(busiest) if busiest else "",
+                                    busiest_link_seconds=busy[busiest] if busiest else 0.0))
+    return SchemeRun(scheme, jobs_out, fd, sum(len(v) for v in fd.ops.values()), bounds=prepared.bounds,
+                     dropped=report.lost if report else None, loss=loss)
+
+
+__all__ = ["run_scheme_twin", "MAX_EVENTS"]
