@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup lock test bench reproduce reproduce-emulation run-fattree run-training clean
+.PHONY: setup lock test bench reproduce reproduce-emulation reproduce-twin run-fattree run-training clean
 
 setup:
 	@bash scripts/setup.sh
@@ -56,6 +56,11 @@ run-fattree: setup
 # `make reproduce-emulation QUICK=1` about 12 min. Options: `python -m emulation.reproduce --help`.
 reproduce-emulation: setup
 	$(PY) -m emulation.reproduce $(if $(QUICK),--quick) --out results/emulation
+
+# The same comparisons on the packet-level twin (simulated clock, no root), plus the settings
+# too large to emulate (ESA §7.2's 64 servers). Options: `python -m emulation.reproduce --help`.
+reproduce-twin: setup
+	$(PY) -m emulation.reproduce $(if $(QUICK),--quick) --instrument twin --out results/twin
 
 # Data-parallel training through the switches (root, Mininet): a 1.1M-parameter MLP ("wide") on
 # scikit-learn's digits, 8 workers under one programmable ToR of the k=4 fat-tree (GOAT aggregates

@@ -1,6 +1,6 @@
 """The papers' headline comparisons, run in the emulation (Mininet, p4sim switches, real agents).
 
-    python -m emulation.reproduce [--quick] [--runs N] [--only esa,goat,aro,inart] [--out results/emulation]
+    python -m emulation.reproduce [--quick] [--runs N] [--only esa,goat,aro,inart] [--instrument emulation|twin] [--out DIR]
 
 For each paper the comparison it headlines, scaled to this machine (settings below, stated in
 the output): ESA vs ATP vs SwitchML average JCT with 2, 3 and 4 contending jobs of different
@@ -32,12 +32,16 @@ from tqdm import tqdm
 from hostlib.worker import DEFAULT_WINDOW
 
 from .calibrate import BUSY_LINK_BOUND, PROBE_MBPS, machine
-from .experiment import JobSpec, build_topology, bw_scale_for, place_jobs
+from .experiment import LINK_MBPS, JobSpec, build_topology, bw_scale_for, place_jobs
 from .net import mininet_unavailable_reason
 from .plots import mean_sd, num
 from .report import round_rows, summarise
 from .run import RTO_MAX, RTO_MIN, calibrate_link_rate, host_timers
 from .schemes import MULTI_PS, prepare_scheme, run_scheme
+from .twin import run_scheme_twin
+
+
+INSTRUMENTS = ("emulation", "twin")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ class Setting:
     ps_per_job: int = 1                # for the schemes that split a model over PSes (InArt)
     window: int = DEFAULT_WINDOW
     link_mbps: float | None = None     # a fixed link rate instead of the probe's (under --link-mbps auto)
+    loss_detection: str = "rack"       # the workers' (hostlib.worker.LOSS_DETECTION)
+    instruments: tuple[str, ...] = INSTRUMENTS     # where it runs: too large to emulate: the twin only
 
     def specs(self) -> list[JobSpec]:
         return [JobSpec(self.mb[k % len(self.mb)], self.rounds, k * self.stagger,
@@ -73,9 +79,10 @@ class Setting:
 
     def describe(self) -> str:
         sizes = ",".join(f"{m:g}" for m in self.mb[:self.jobs]) if len(self.mb) > 1 else f"{self.mb[0]:g}"
-        text = (f"{self.topology} k={self.k}{' all programmable' if self.programmable >= 1 else ''}, {self.jobs} job(s) × {self.workers} workers, {sizes} MB, {self.rounds} rounds, "
-                f"pool {self.pool}")
-        if self.switch_mb is not None:
+        fabric = ("one switch, the PSes under a relay switch" if self.topology == "single" else
+                  f"{self.topology} k={self.k}{' all programmable' if self.programmable >= 1 else ''}")
+        text = f"{fabric}, {self.jobs} job(s) × {self.workers} workers, {sizes} MB, {self.rounds} rounds, pool {self.pool}"
+        if self.switch_mb is not None and self.topology != "single":
             text += f", switch {self.switch_mb:g} MB"
         if self.stagger:
             text += f", job k starts k×{self.stagger:g} s late"
@@ -84,6 +91,8 @@ class Setting:
             text += f", compute {comp} s + U(0,{self.jitter:g}) s per worker and round"
         if self.ps_per_job > 1:
             text += f", {'/'.join(s for s in self.schemes if s in MULTI_PS)} with {self.ps_per_job} PSes per job"
+        if self.loss_detection != "rack":
+            text += f", workers detect loss by {self.loss_detection}"
         return text
 
 
@@ -100,9 +109,22 @@ def settings(quick: bool = False) -> list[Setting]:
     # reach the switch at different times and early arrivals hold aggregators for late ones;
     # 20 Mb/s links, not the probe's rate (which makes the links the limit): in a trial the
     # busiest link was about half busy, so memory and computation, not links, set the pace
+    # ESA's workers detect loss as §5.3 says (three later results or a timeout), and so do the
+    # baselines' (ESA reuses ATP's hosts): results a preemption or collision reorders are not lost
     esa = [Setting(f"{n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.1, 0.3, 0.2, 0.4), rounds=3,
                    pool=8, switch_mb=0.3, topology="leaf-spine", k=2, hosts_per_edge=10, programmable=1.0,
-                   compute=(0.5,), jitter=0.5, link_mbps=20.0) for n in ((3,) if quick else (2, 3, 4))]
+                   compute=(0.5,), jitter=0.5, link_mbps=20.0, loss_detection="dupack")
+           for n in ((3,) if quick else (2, 3, 4))]
+    # ESA §7.2.1 at its scale on the twin: one switch, 8 workers per job, DNN A (communication-heavy:
+    # comm/comp 2) and B (computation-heavy: 1/2) alternating; 100 Gb/s scaled to 20 Mb/s and the
+    # models 16x down (A 1 MB, B 0.5 MB: 16 and 8 MB in the paper), computation in the paper's
+    # ratios to communication; jitter about one partition's communication (§7.2.1: U(0, 300 µs));
+    # 64 aggregators: the paper's 5 MB against 8 jobs' 1 MB windows is 5/8 of what 8 jobs' windows
+    # (10 fragments each) hold. The PSes sit under a relay switch (controller.topologies.single_switch)
+    esa += [Setting(f"§7.2, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=8, mb=(1.0, 0.5), rounds=3, pool=64,
+                    switch_mb=1000.0, topology="single", hosts_per_edge=72, programmable=1.0, compute=(0.2, 0.4),
+                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", instruments=("twin",))
+            for n in ((3,) if quick else (2, 3, 4, 8))]
     goat = [Setting("GOAT fat-tree", "goat", ("goat", "atp"), jobs=1, workers=6, mb=(0.5,), rounds=rounds,
                     pool=256)]
     if not quick:
@@ -118,12 +140,13 @@ def settings(quick: bool = False) -> list[Setting]:
 
 
 def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str, seed: int = 0,
-                log: Callable[[str], None] = print,
-                progress: Callable[[int], None] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
+                instrument: str = "emulation") -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
     """Every scheme of ``setting`` once (run number ``run`` seeds its gradients), each on a
-    fresh network, through emulation.run's functions. Returns results rows and rounds rows
-    (both tagged with setting and run) and the link rate used (``"auto"``: emulation.run's
-    probe over the single-PS schemes)."""
+    fresh network, through emulation.run's functions, or on the twin (``instrument="twin"``:
+    emulation.twin, on a simulated clock). Returns results rows and rounds rows (both tagged with
+    setting and run) and the link rate used (``"auto"``: emulation.run's probe over the
+    single-PS schemes; the twin, which no CPU paces, takes the emulation's reference rate)."""
     results: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
     common = dict(window=setting.window, seed=seed + run + 1, pool=setting.pool, switch="p4sim")
@@ -138,6 +161,8 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
 
     if link_mbps == "auto" and setting.link_mbps is not None:
         link_mbps = setting.link_mbps
+    if link_mbps == "auto" and instrument == "twin":
+        link_mbps = LINK_MBPS
     if link_mbps == "auto":
         topo, jobs = placed("")
         ref = bw_scale_for(topo, 20.0)
@@ -152,13 +177,34 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
     rate = float(link_mbps)
     for scheme in setting.schemes:
         topo, jobs = placed(scheme)
-        done = run_scheme(topo, jobs, specs, scheme, loss=0.0, workdir=out / "runs", bw_scale=bw_scale_for(topo, rate),
-                          timeout=300.0, rto=host_timers(RTO_MIN, RTO_MAX, rate), log=log, progress=progress,
-                          jitter=setting.jitter, **common)  # type: ignore[arg-type]
-        tag = {"comparison": setting.comparison, "setting": setting.name, "run": run, "link_mbps": rate}
+        if instrument == "twin":
+            done = run_scheme_twin(topo, jobs, specs, scheme, bw_scale=bw_scale_for(topo, rate),
+                                   rto=host_timers(RTO_MIN, RTO_MAX, rate), jitter=setting.jitter, log=log,
+                                   loss_detection=setting.loss_detection,
+                                   on_round=None if progress is None else _per_job_round(progress, setting.workers),
+                                   **common)  # type: ignore[arg-type]
+        else:
+            done = run_scheme(topo, jobs, specs, scheme, loss=0.0, workdir=out / "runs",
+                              bw_scale=bw_scale_for(topo, rate), timeout=300.0,
+                              rto=host_timers(RTO_MIN, RTO_MAX, rate), log=log, progress=progress,
+                              jitter=setting.jitter, loss_detection=setting.loss_detection,
+                              **common)  # type: ignore[arg-type]
+        tag = {"comparison": setting.comparison, "setting": setting.name, "run": run, "link_mbps": rate,
+               "instrument": instrument}
         results += [{**tag, **r} for r in summarise(done, specs, 0.0, rate)]
         rounds += [{**tag, **r} for r in round_rows([done])]
     return results, rounds, rate
+
+
+def _per_job_round(progress: Callable[[int], None], workers: int) -> Callable[[], None]:
+    """The twin calls back per worker and round; the bar counts job rounds."""
+    count = [0]
+
+    def tick() -> None:
+        count[0] += 1
+        if count[0] % workers == 0:
+            progress(1)
+    return tick
 
 
 # --- claims: pure functions of the runs' rows ---------------------------------------------------
@@ -353,8 +399,13 @@ def _settings_of(rows: Sequence[Mapping[str, Any]], comparison: str) -> list[str
     return list(seen)
 
 
-def write_claims(found: Sequence[Claim], out: Path, header: Sequence[str] = ()) -> None:
-    """claims.csv and claims.md (``header``: lines above the table: machine, run time, settings)."""
+def _table_head(instrument: str) -> str:
+    return f"| claim | paper's number | {instrument}'s number | setting | agrees? |"
+
+
+def write_claims(found: Sequence[Claim], out: Path, header: Sequence[str] = (), instrument: str = "emulation") -> None:
+    """claims.csv and claims.md (``header``: lines above the table: machine, run time, settings;
+    ``instrument``: what measured them, emulation or twin)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "claims.csv", "w", newline="") as f:
         wr = csv.writer(f)
@@ -362,13 +413,14 @@ def write_claims(found: Sequence[Claim], out: Path, header: Sequence[str] = ()) 
         for c in found:
             wr.writerow([getattr(c, k) for k in CLAIM_COLUMNS])
     cell = lambda s: str(s).replace("|", "/").replace("\n", " ")       # noqa: E731
-    lines = ["# The papers' headline comparisons in the emulation", "", *header, "",
-             "| claim | paper's number | emulation's number | setting | agrees? |", "|---|---|---|---|---|"]
+    where = "in the emulation" if instrument == "emulation" else "on the packet-level twin (simulated clock)"
+    lines = [f"# The papers' headline comparisons {where}", "", *header, "",
+             _table_head(instrument), "|---|---|---|---|---|"]
     lines += [f"| {cell(c.claim)} | {cell(c.paper)} | {cell(c.emulation)} | {cell(c.setting)} | {c.agrees} |"
               for c in found]
     why = [c for c in found if c.reason]
     if why:
-        lines += ["", "## Where the emulation disagrees, and what it measured", ""]
+        lines += ["", f"## Where the {instrument} disagrees, and what it measured", ""]
         lines += [f"* **{cell(c.claim)}** ({c.agrees}): {c.reason}." for c in why]
     lines += ["", "Ratios are of the means over runs (± the sd of the per-run ratios); a job's value is the mean "
               "over its rounds; agrees: yes at or beyond the stated target (ESA: the issue's 1.1x/1.2x; ARO: the "
@@ -456,12 +508,13 @@ def rewrite(out: Path) -> int:
         print(f"emulation.reproduce: no {out / 'runs.csv'}", file=sys.stderr)
         return 2
     rows = read_rows(out / "runs.csv")
+    instrument = str(rows[0].get("instrument") or "emulation") if rows else "emulation"
     old = (out / "claims.md").read_text().splitlines() if (out / "claims.md").exists() else []
-    header = old[2:old.index("| claim | paper's number | emulation's number | setting | agrees? |") - 1] \
-        if "| claim | paper's number | emulation's number | setting | agrees? |" in old else []
+    head = _table_head(instrument)
+    header = old[2:old.index(head) - 1] if head in old else []
     described = {line.split(": ", 1)[0].split(", ", 1)[1]: line.split(": ", 1)[1]
                  for line in header if line.startswith("* ") and ": " in line and ", " in line.split(": ", 1)[0]}
-    write_claims(claims(rows, described), out, header)
+    write_claims(claims(rows, described), out, header, instrument)
     for comparison in dict.fromkeys(str(r["comparison"]) for r in rows):
         plot_comparison(rows, comparison, out / f"{comparison}.png", TITLES[comparison])
     print((out / "claims.md").read_text())
@@ -486,23 +539,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma list of comparisons to run: esa, goat, aro, inart (default all)")
     ap.add_argument("--link-mbps", default="auto", metavar="MBPS|auto",
                     help="link rate of every setting (default auto: a probe per setting)")
-    ap.add_argument("--out", type=Path, default=Path("results/emulation"))
+    ap.add_argument("--instrument", choices=INSTRUMENTS, default="emulation",
+                    help="emulation: Mininet, real processes and time (root); twin: the same plans and programs on "
+                         "the in-process twin's simulated clock (no root; adds the settings too large to emulate, "
+                         "e.g. ESA §7.2's 64 servers)")
+    ap.add_argument("--out", type=Path, default=None, help="default results/emulation or results/twin")
     ap.add_argument("--quiet", action="store_true", help="no progress bar, no per-round log")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--from-csv", action="store_true",
                     help="run nothing: rewrite claims.md, claims.csv and the PNGs from OUT/runs.csv")
     args = ap.parse_args(argv)
+    args.out = args.out or Path("results") / args.instrument
     if args.from_csv:
         return rewrite(args.out)
     runs = args.runs or (1 if args.quick else 2)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    chosen = [s for s in settings(args.quick) if not only or s.comparison in only]
+    chosen = [s for s in settings(args.quick) if (not only or s.comparison in only)
+              and args.instrument in s.instruments]
     if only - {s.comparison for s in settings()}:
         ap.error(f"--only: unknown comparison(s) {', '.join(sorted(only - set(TITLES)))}; choose from esa, goat, aro, inart")
     if runs < 1:
         ap.error("--runs: at least 1")
     link: float | str = args.link_mbps if args.link_mbps == "auto" else float(args.link_mbps)
-    why = mininet_unavailable_reason()
+    why = mininet_unavailable_reason() if args.instrument == "emulation" else None
     if why:
         print(f"emulation.reproduce: {why}", file=sys.stderr)
         return 2
@@ -522,7 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bar.set_description(f"{key}, run {run + 1}/{runs}")
                 shown = bar.n
                 res, rnd, rate = run_setting(setting, run=run, out=out, seed=args.seed,
-                                             link_mbps=rates.get(key, link), log=log, progress=bar.update)
+                                             link_mbps=rates.get(key, link), log=log, progress=bar.update,
+                                             instrument=args.instrument)
                 rates[key] = rate                      # later runs of a setting reuse its probe's rate
                 bar.update(shown + len(setting.schemes) * setting.jobs * setting.rounds - bar.n)
                 results += res
@@ -534,10 +594,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     described = {s.name: f"{s.describe()}, {rates[f'{s.comparison}: {s.name}']:g} Mb/s links"
                  for s in chosen}
     found = claims(results, described)
+    command = "python -m emulation.reproduce" + (" --quick" if args.quick else "") + (
+        f" --instrument {args.instrument}" if args.instrument != "emulation" else "")
     header = [f"Machine: {machine()}. {'--quick, ' if args.quick else ''}{runs} run(s) per setting; "
-              f"{minutes:.0f} min in all (python -m emulation.reproduce{' --quick' if args.quick else ''}).",
+              f"{minutes:.0f} min in all ({command}).",
               "", "Settings:", ""] + [f"* {s.comparison}, {s.name}: {described[s.name]}" for s in chosen]
-    write_claims(found, out, header)
+    write_claims(found, out, header, args.instrument)
     for comparison in dict.fromkeys(s.comparison for s in chosen):
         plot_comparison(results, comparison, out / f"{comparison}.png", TITLES[comparison])
     print((out / "claims.md").read_text())

@@ -30,11 +30,15 @@ MAX_EVENTS = 60_000_000
 def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, bw_scale: float,
                     window: int, seed: int, rto: dict[str, float], pool: int, jitter: float = 0.0,
                     loss: float = 0.0, loss_detection: str = "rack", prepared: PreparedScheme | None = None,
-                    on_round: Callable[[], None] | None = None, log: Callable[[str], None] = print) -> SchemeRun:
+                    on_round: Callable[[], None] | None = None, log: Callable[[str], None] = print,
+                    switch: str = "p4sim") -> SchemeRun:
     """``scheme`` planned and deployed for ``jobs`` (or ``prepared``) and run on the twin with
     every link at its capacity / ``bw_scale``; each worker computes its spec's ``compute`` plus
     U(0, ``jitter``) before every round; ``rto``: the hosts' timers (emulation.run.host_timers).
-    ``on_round()`` is called as any worker finishes a round."""
+    ``on_round()`` is called as any worker finishes a round. ``switch``: p4sim only (the twin
+    runs the v1model program in process)."""
+    if switch != "p4sim":
+        raise ValueError(f"the twin runs p4sim's v1model program, not {switch!r}")
     if prepared is None:
         prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed,
                                   pool=pool, log=log)
