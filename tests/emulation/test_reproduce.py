@@ -33,7 +33,11 @@ ROWS = (
 def test_settings_scale_and_quick_is_smaller():
     full, quick = settings(), settings(quick=True)
     assert {s.comparison for s in full} == {"esa", "goat", "aro", "inart"}
-    assert [s.jobs for s in full if s.comparison == "esa"] == [2, 3, 4]
+    assert [s.jobs for s in full if s.comparison == "esa" and "emulation" in s.instruments] == [2, 3, 4]
+    # ESA §7.2 at its scale: the twin only, one switch, 8 workers per job, up to 8 jobs
+    scaled = [s for s in full if s.instruments == ("twin",)]
+    assert [s.jobs for s in scaled] == [2, 3, 4, 8] and {s.workers for s in scaled} == {8}
+    assert {s.topology for s in scaled} == {"single"} and all(s.loss_detection == "dupack" for s in scaled)
     assert sum(len(s.schemes) for s in quick) < sum(len(s.schemes) for s in full)
     esa = next(s for s in full if s.comparison == "esa" and s.jobs == 3)
     assert len({sp.mb for sp in esa.specs()}) == 3          # jobs of different sizes
