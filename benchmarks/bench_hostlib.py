@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import describe  # noqa: E402
+from benchmarks.machine import describe, spawn_gloo  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
 from hostlib.drivers import UdpTransport, run_udp  # noqa: E402
@@ -321,26 +321,9 @@ def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: mp.Queue
 def bench_gloo(n: int, rounds: int, workers: int) -> float | None:
     """gloo's all-reduce of the same float32 vector between ``workers`` processes on 127.0.0.1;
     returns its wall-clock rate (Gb/s of gradient payload), None without torch."""
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        print("gloo all-reduce: torch is not installed")
+    walls = spawn_gloo(_gloo_rank, workers, n, rounds)
+    if walls is None:
         return None
-    if not dist.is_available() or not dist.is_gloo_available():
-        print("gloo all-reduce: torch.distributed has no gloo backend here")
-        return None
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")                   # torch and fork do not mix
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_gloo_rank, args=(r, workers, port, n, rounds, q)) for r in range(workers)]
-    for p in procs:
-        p.start()
-    walls = [q.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join(60)
     wall = max(walls)
     gbps = n * 32 * rounds / wall / 1e9
     print(f"{'gloo all-reduce, %d processes on 127.0.0.1, %.1f MB' % (workers, n * 4 / 2**20):<56} "

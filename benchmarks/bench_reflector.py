@@ -25,7 +25,6 @@ import multiprocessing as mp
 import os
 import random
 import resource
-import socket
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import describe  # noqa: E402
+from benchmarks.machine import describe, spawn_gloo  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS  # noqa: E402
 
@@ -156,25 +155,9 @@ def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: Any) -> 
 
 
 def bench_gloo(n: int, rounds: int, workers: int) -> tuple[float, float] | None:
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        print("gloo all-reduce: torch is not installed")
+    reports = spawn_gloo(_gloo_rank, workers, n, rounds)
+    if reports is None:
         return None
-    if not dist.is_available() or not dist.is_gloo_available():
-        print("gloo all-reduce: torch.distributed has no gloo backend here")
-        return None
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")                # torch and fork do not mix
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_gloo_rank, args=(r, workers, port, n, rounds, q)) for r in range(workers)]
-    for p in procs:
-        p.start()
-    reports = [q.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join(60)
     return _line(f"gloo all-reduce, 127.0.0.1, {workers} processes, {n * 4 / 2**20:.1f} MB", n, rounds,
                  [r[1] for r in reports], [r[0] for r in reports])
 
