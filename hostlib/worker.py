@@ -56,8 +56,8 @@ FAST_RETRANSMIT_AFTER = 1
 # lost: quick under random loss, benchmarks/bench_loss.py) or "dupack", ESA §5.3's: three later
 # results of the sub-model's path, else the timeout. Where switches reorder results by design
 # (preemption, a contended pool's collisions) an overtaken result is no loss: in the twin of
-# ESA §7.2 (3 jobs × 8 workers, 64 aggregators, 0.1 s jitter) "rack" resent 57,000 of ESA's
-# 234,000 fragments, mean JCT 4.24 s; "dupack" 24 fragments, 2.34 s.
+# ESA §7.2 (3 jobs × 8 workers, 64 aggregators, 0.1 s jitter) "rack" resent 150,000 of ESA's
+# 234,000 fragments, mean JCT 5.41 s; "dupack" 24 fragments, 2.34 s.
 LOSS_DETECTION, DUPACK_THRESHOLD = ("rack", "dupack"), 3
 
 
