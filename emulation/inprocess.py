@@ -202,7 +202,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
              link_mbps: float | None = None, bw_scale: float | None = None,
              compute: Mapping[int, float] | None = None,
              jitter: float = 0.0, esa: Mapping[int, Mapping[str, Any]] | None = None,
-             on_round: Callable[[], None] | None = None, loss_detection: str = "rack") -> list[InProcessResult]:
+             on_round: Callable[[], None] | None = None, loss_detection: str = "rack",
+             observe: Callable[[float, str, bytes, list[bytes]], None] | None = None) -> list[InProcessResult]:
     """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
     ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
     host serve their jobs together. ``members[j]``: the worker ids of job ``j`` that run (default
@@ -213,8 +214,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     before every round, plus its own U(0, ``jitter``) (the Mininet agents' draws); ``esa[j]``:
     ESA's Eq. 1 inputs (emulation.schemes.esa_inputs), its workers labelling each round with the
     job's measured priority; ``on_round()`` is called as any worker finishes a round (a progress
-    bar); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION). One result per job,
-    in ``fd.jobs`` order."""
+    bar); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION); ``observe``: see
+    hostlib.drivers.run_on_fabric. One result per job, in ``fd.jobs`` order."""
     fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
     agents: dict[str, Any] = {}
@@ -261,7 +262,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     everyone = [t for ts in trainers for t in ts]
     report = run_on_fabric(fabric, agents, until, hop_latency=hop_latency, loss=drops, seed=seed,
                            stop=lambda: all(t.done for t in everyone) and all(p.done() for p in pses.values()),
-                           max_events=max_events,
+                           max_events=max_events, observe=observe,
                            link_bps=link_bits_per_s(topo, bw_scale) if bw_scale else link_mbps * 1e6 if link_mbps else None)
     out = []
     for k, dep in enumerate(fd.jobs):

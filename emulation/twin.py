@@ -12,9 +12,11 @@ its bytes at its rate.
 """
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from controller.model import Job, Topology
+from hostlib.protocol import ETH_IP_UDP_LEN, Flags, ProtocolError, frame_fields
 from hostlib.rto import RtoEstimator
 
 from .bounds import spec_of
@@ -25,6 +27,47 @@ from .schemes import PreparedScheme, SchemeRun, esa_inputs, prepare_scheme
 
 # a run stops at this many simulated events (a guard against a run that never settles)
 MAX_EVENTS = 60_000_000
+
+_FLAGS_AT = ETH_IP_UDP_LEN + 1                  # the INA header's flags byte in a frame
+_PREEMPTED, _REMINDER = int(Flags.PREEMPTED), int(Flags.REMINDER)
+
+
+@dataclass
+class EvictionLog:
+    """Who evicted whom on the twin's switches (ESA's packet swapping): a frame a switch sends on
+    flagged ``PREEMPTED`` without ``REMINDER`` (a reminder's drain evicts nobody) is the victim's
+    partial, the frame the switch was processing its evictor. Per eviction: (time, switch,
+    evictor job, its priority, victim job, victim task (sub-model, fragment, round), the
+    contributions the victim held, its fan-in, its priority)."""
+    lanes: int = 64
+    rows: list[tuple] = field(default_factory=list)
+
+    def observe(self, t: float, switch: str, frame: bytes, sent: list[bytes]) -> None:
+        for out in sent:
+            if len(out) > _FLAGS_AT and out[_FLAGS_AT] & _PREEMPTED and not out[_FLAGS_AT] & _REMINDER:
+                try:
+                    v, e = frame_fields(out, self.lanes), frame_fields(frame, self.lanes)
+                except ProtocolError:
+                    continue
+                self.rows.append((t, switch, e[1], e[8], v[1], (v[3], v[4], v[10]), v[7], v[6], v[8]))
+
+    def per_job(self) -> dict[int, dict[str, Any]]:
+        """job → evictions it suffered and caused, the mean share of its fan-in a victim partial
+        held, tasks of it evicted more than once (a task that took an aggregator back and lost
+        it again), and the jobs it swapped aggregators with both ways (ping-pong)."""
+        out: dict[int, dict[str, Any]] = {}
+        pairs = {(r[2], r[4]) for r in self.rows}
+        seen: dict[tuple, int] = {}
+        for r in self.rows:
+            seen[(r[4], r[5])] = seen.get((r[4], r[5]), 0) + 1
+        for job in {r[4] for r in self.rows} | {r[2] for r in self.rows}:
+            mine = [r for r in self.rows if r[4] == job]
+            out[job] = {"evicted": len(mine), "evictions_caused": sum(1 for r in self.rows if r[2] == job),
+                        "victim_share": round(sum(r[6] / max(1, r[7]) for r in mine) / len(mine), 3) if mine else "",
+                        "evicted_again": sum(n - 1 for (j, _), n in seen.items() if j == job and n > 1),
+                        "ping_pong_with": " ".join(str(o) for o in sorted(
+                            o for o in {a for a, b in pairs if b == job} if o != job and (job, o) in pairs))}
+        return out
 
 
 def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: str, *, bw_scale: float,
@@ -44,12 +87,14 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
                                   pool=pool, log=log)
     fd = prepared.deployment
     spec = {d.job_id: spec_of(specs, d.job_id) for d in fd.jobs}
+    evictions = EvictionLog() if scheme == "esa" else None
     results = run_jobs(topo, fd, rounds={i: s.rounds for i, s in spec.items()}, loss=loss, seed=seed,
                        window=window, rto=RtoEstimator(**rto), starts={i: s.start for i, s in spec.items()},
                        priorities={} if scheme == "esa" else prepared.priorities, bw_scale=bw_scale,
                        compute={i: s.compute for i, s in spec.items()}, jitter=jitter,
                        esa=esa_inputs(fd, spec, prepared.bounds, jitter) if scheme == "esa" else None,
-                       until=1e6, max_events=MAX_EVENTS, on_round=on_round, loss_detection=loss_detection)
+                       until=1e6, max_events=MAX_EVENTS, on_round=on_round, loss_detection=loss_detection,
+                       observe=None if evictions is None else evictions.observe)
     report = results[0].report if results else None
     rates = link_bits_per_s(topo, bw_scale)
     carried: dict[tuple[str, str], int] = {}
@@ -66,13 +111,16 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
         ps_in = [(n, b) for (a, b, job), n in (report.link_bytes.items() if report else ()) if b == dep.ps
                  and job == dep.job_id]
         ps = {"received": dict(res.ps_received), "rx_packets": sum(res.ps_received.values()),
-              "rx_bytes": sum(n for n, _ in ps_in), "results_sent": getattr(res.ps_stats, "results_sent", 0)}
+              "rx_bytes": sum(n for n, _ in ps_in), "results_sent": getattr(res.ps_stats, "results_sent", 0),
+              "completed": getattr(res.ps_stats, "completed", 0)}
         jobs_out.append(RoundResult(scheme, res.extra["workers"], ps, switch_tx, span, job=dep.job_id,
                                     start=spec[dep.job_id].start,
                                     busiest_link="→".join(busiest) if busiest else "",
-                                    busiest_link_seconds=busy[busiest] if busiest else 0.0))
+                                    busiest_link_seconds=busy[busiest] if busiest else 0.0,
+                                    extra={} if evictions is None else
+                                    {"evictions": evictions.per_job().get(dep.job_id, {"evicted": 0})}))
     return SchemeRun(scheme, jobs_out, fd, sum(len(v) for v in fd.ops.values()), bounds=prepared.bounds,
                      dropped=report.lost if report else None, loss=loss)
 
 
-__all__ = ["run_scheme_twin", "MAX_EVENTS"]
+__all__ = ["run_scheme_twin", "EvictionLog", "MAX_EVENTS"]

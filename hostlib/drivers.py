@@ -69,14 +69,16 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
                   loss: Mapping[tuple[str, str], float] | None = None,
                   duplicate: Mapping[tuple[str, str], float] | None = None, seed: int = 0,
                   stop: Callable[[], bool] | None = None, max_events: int = 1_000_000,
-                  link_bps: float | Mapping[tuple[str, str], float] | None = None) -> SimReport:
+                  link_bps: float | Mapping[tuple[str, str], float] | None = None,
+                  observe: Callable[[float, str, bytes, list[bytes]], None] | None = None) -> SimReport:
     """Run ``agents`` (host name → agent) on ``fabric`` until simulated time ``until``, until
     ``stop()`` is true, or until no frame is in flight and no agent has a deadline.
 
     Every link, host links included, takes ``hop_latency``; switches process in zero time.
     ``link_bps``: every link direction also serializes its frames at this rate (one for all, or
     (from, to) → bits per second), first in first out (unbounded queues), so a busy link delays
-    what follows it, as a real one does; None: links of unlimited rate.
+    what follows it, as a real one does; None: links of unlimited rate. ``observe(t, switch,
+    frame, outputs)`` sees every frame a switch processes and the frames it sent on.
     ``report.link_bytes`` counts what each link carried per direction and job (duplicates
     included, drops not): the traffic the agents put on every link, whatever the clock.
     ``loss[(a, b)]`` is the probability a frame sent from node a (host or switch name) to its
@@ -144,7 +146,10 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
             raise RuntimeError(f"simulation exceeded {max_events} events")
         if kind == "switch":
             sw, port, frame = data
-            for out_port, out in fabric.switches[sw].process(port, frame):
+            sent = fabric.switches[sw].process(port, frame)
+            if observe is not None:
+                observe(t, sw, frame, [out for _, out in sent])
+            for out_port, out in sent:
                 report.switch_frames[sw] = report.switch_frames.get(sw, 0) + 1
                 host = host_at.get((sw, out_port))
                 if host is not None:

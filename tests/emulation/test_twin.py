@@ -60,6 +60,13 @@ def test_a_job_records_its_rounds_from_its_clock() -> None:
 def test_workers_compute_before_every_round_and_esa_labels_are_the_jobs() -> None:
     run, rows = _run("esa")
     assert all(r["exact"] for r in rows) and len(rows) == 3
+    # a partial swapped out to the PS is the PS's task, though the switch held it for a while
+    assert all(0 < r["switch_completed"] < r["ina_fraction"] for r in rows)
+    # the eviction log sees every partial the PSes got swapped out, and who took its aggregator
+    assert all(r["evicted"] == r["preemptions"] > 0 and 0 < r["victim_share"] < 1 for r in rows)
+    assert sum(r["evicted"] for r in rows) == sum(r["evictions_caused"] for r in rows)
+    both = {(r["job"], int(o)) for r in rows for o in str(r["ping_pong_with"]).split()}
+    assert all((b, a) in both for a, b in both)
     for res, spec in zip(run.jobs, SETTING.specs()):
         for w in res.workers:
             comp = [r["compute_seconds"] for r in w["rounds"]]
