@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup lock test bench reproduce reproduce-emulation reproduce-twin run-fattree run-training clean
+.PHONY: setup lock test bench reproduce reproduce-emulation reproduce-twin claims run-fattree run-training clean
 
 setup:
 	@bash scripts/setup.sh
@@ -61,6 +61,10 @@ reproduce-emulation: setup
 # too large to emulate (ESA §7.2's 64 servers). Options: `python -m emulation.reproduce --help`.
 reproduce-twin: setup
 	$(PY) -m emulation.reproduce $(if $(QUICK),--quick) --instrument twin --out results/twin
+
+# One claims table from what the targets above wrote: twin | emulation | chunk-level simulator.
+claims: setup
+	$(PY) -m emulation.claims_table --out results/claims.md
 
 # Data-parallel training through the switches (root, Mininet): a 1.1M-parameter MLP ("wide") on
 # scikit-learn's digits, 8 workers under one programmable ToR of the k=4 fat-tree (GOAT aggregates
