@@ -253,8 +253,10 @@ def _routing_levels(topo: Topology, job: Job, plan: Plan, hops: Mapping[str, Map
     # explicit plans (InArt) name each worker's aggregation switch per task; otherwise every
     # programmable switch on the path may aggregate (ARO's INPs)
     named = {w: plan.aggregation_node.get(w, {}).get(task_key(job, ps), "") for w in job.workers}
+    # a plan without INA (LBMM, ``extra["ina"] == "none"``): no switch aggregates, the PS does
+    no_ina = plan.extra.get("ina") == "none"
     chain = {w: [s for s in paths[w][1:-1] if topo.nodes[s].programmable and s not in split
-                 and (not plan.aggregation_node or s == named[w])] for w in job.workers}
+                 and not no_ina and (not plan.aggregation_node or s == named[w])] for w in job.workers}
     feeds: dict[str, set[str]] = {}          # switch → distinct inputs (workers or lower switches)
     under: dict[str, int] = {}               # switch → workers whose path passes it
     for w, c in chain.items():
