@@ -33,7 +33,8 @@ from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import encode_fragments, fragment_layout
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import NODE_TRIES, FragmentLabel, Worker, WorkerGroup
+from hostlib.worker import NODE_TRIES, FragmentLabel, Worker
+from hostlib.worker_group import WorkerGroup
 
 UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire per datagram
 

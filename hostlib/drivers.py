@@ -37,7 +37,8 @@ from .agent import each_frame
 from .native.constants import SOL_UDP, UDP_GRO
 from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix, is_query
 from .ps import ParameterServer
-from .worker import Worker, WorkerGroup, set_round_encoder
+from .worker import Worker, set_round_encoder
+from .worker_group import WorkerGroup
 
 # Worker.push encodes a round's first copies in one C pass where hostlib.native is built (the
 # same bytes as the numpy path, which it falls back to)

@@ -22,7 +22,8 @@ from .structs import CRto, CWorker
 
 if TYPE_CHECKING:
     from ..rto import RtoEstimator
-    from ..worker import Worker, WorkerGroup, WorkerState
+    from ..worker import Worker, WorkerState
+    from ..worker_group import WorkerGroup
 
 
 def address(a: np.ndarray | bytearray | bytes) -> int:
@@ -248,7 +249,7 @@ class NativeWorker:
 
 
 class NativeGroup:
-    """A :class:`hostlib.worker.WorkerGroup` (one Worker per job on one socket) with each
+    """A :class:`hostlib.worker_group.WorkerGroup` (one Worker per job on one socket) with each
     Worker's common case in C (:class:`NativeWorker` each); a sans-IO agent like it."""
 
     def __init__(self, group: "WorkerGroup") -> None:

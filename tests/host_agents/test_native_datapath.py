@@ -24,7 +24,8 @@ from hostlib.drivers import UdpTransport, native_udp, run_on_fabric, run_udp
 from hostlib.native import constants, library, structs
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RETRY_MIN, RtoEstimator
-from hostlib.worker import FAST_RETRANSMIT_AFTER, STALE_AFTER, FragmentLabel, Worker, WorkerGroup
+from hostlib.worker import FAST_RETRANSMIT_AFTER, STALE_AFTER, FragmentLabel, Worker
+from hostlib.worker_group import WorkerGroup
 
 from loopback import require_loopback_udp
 
