@@ -55,6 +55,18 @@ from hostlib.worker import FragmentLabel
 from .model import Job, Plan, SubModel, Topology, submodel_key, task_key
 
 DEFAULT_POOL = 16384            # aggregators per node: INA_POOL_SIZE of p4src/v1model/ina.p4
+PIPE_NODE_STRIDE = 4096         # node id of pipe p of a multi-pipeline switch: its id + p × this
+PIPE_SEP = ".pipe"              # an aggregation unit on a multi-pipeline switch: "<switch>.pipe<p>"
+
+
+def ingress_unit(topo: Topology, switch: str, prev: str) -> tuple[str, int]:
+    """Where what ``switch`` receives from ``prev`` may aggregate: the switch itself, or on a
+    multi-pipeline switch its ingress pipe (ARO §II-B: flows entering on different pipes do not
+    meet) as ``(<switch>.pipe<p>, p)``."""
+    if topo.nodes[switch].pipelines <= 1:
+        return switch, 0
+    pipe = topo.port_pipe_of(switch, topo.link(prev, switch).port_of(switch))
+    return f"{switch}{PIPE_SEP}{pipe}", pipe
 
 
 @dataclass(frozen=True)
@@ -230,32 +242,39 @@ def _placement_levels(topo: Topology, job: Job, plan: Plan, subs: list[str]) -> 
 
 def _routing_levels(topo: Topology, job: Job, plan: Plan, hops: Mapping[str, Mapping[str, str]],
                     n_subs: int) -> tuple[dict[str, list[str | None]], dict[tuple[str, int], int],
-                                          dict[str, tuple], dict[str, dict[str, str]]]:
+                                          dict[str, tuple], dict[str, dict[str, str]],
+                                          dict[str, tuple[str, int]]]:
     """Routing plans (ARO, InArt, ...): every worker's path to the PS is given; programmable
     switches (InArt: the one the plan names for the worker) where flows of the job merge aggregate, each level passing its partial to the
     next merging switch on the path (multi-stage aggregation), the last one to the PS or, when
     it has every worker, multicasting the result. Returns y, fan-ins, levels and the pins
     {node: {switch: next hop}} that keep first copies and partials on the plan's paths up to
-    each node."""
+    each node, and the units on multi-pipeline switches (unit → (switch, pipe))."""
     ps = job.ps[0]
     paths = plan.paths.get(task_key(job, ps)) or plan.paths.get(ps)
     if not paths:
         raise ValueError(f"plan {plan.scheme}: no paths for job {job.name}")
     nxt: dict[str, str] = {}
-    split: set[str] = set()                 # switches where the job's paths diverge: no merging
+    split: set[str] = set()                 # units where the job's paths diverge: no merging
+    units: dict[str, tuple[str, int]] = {}  # unit → (switch, ingress pipe); a single-pipe switch is its own
+    hops_of: dict[str, list[tuple[str, str]]] = {}      # worker → (unit, switch) along its path
     for w in job.workers:
         p = paths.get(w)
         if not p or p[0] != w or p[-1] != ps:
             raise ValueError(f"plan {plan.scheme}: job {job.name}: path of {w} must run from {w} to {ps}")
-        for a, b in zip(p[1:-1], p[2:]):
-            if nxt.setdefault(a, b) != b:
-                split.add(a)
+        for prev, a, b in zip(p, p[1:-1], p[2:]):
+            u, pipe = ingress_unit(topo, a, prev)
+            units[u] = (a, pipe)
+            hops_of.setdefault(w, []).append((u, a))
+            if nxt.setdefault(u, b) != b:
+                split.add(u)
     # explicit plans (InArt) name each worker's aggregation switch per task; otherwise every
-    # programmable switch on the path may aggregate (ARO's INPs)
+    # programmable switch on the path may aggregate (ARO's INPs: a multi-pipeline switch only
+    # what enters on one pipe)
     named = {w: plan.aggregation_node.get(w, {}).get(task_key(job, ps), "") for w in job.workers}
     # a plan without INA (LBMM, ``extra["ina"] == "none"``): no switch aggregates, the PS does
     no_ina = plan.extra.get("ina") == "none"
-    chain = {w: [s for s in paths[w][1:-1] if topo.nodes[s].programmable and s not in split
+    chain = {w: [u for u, s in hops_of.get(w, []) if topo.nodes[s].programmable and u not in split
                  and not no_ina and (not plan.aggregation_node or s == named[w])] for w in job.workers}
     feeds: dict[str, set[str]] = {}          # switch → distinct inputs (workers or lower switches)
     under: dict[str, int] = {}               # switch → workers whose path passes it
@@ -278,13 +297,13 @@ def _routing_levels(topo: Topology, job: Job, plan: Plan, hops: Mapping[str, Map
     for w in job.workers:
         p = paths[w]
         for node in kept[w]:
-            k = p.index(node)
+            k = p.index(units[node][0])
             # the worker's own next hops: at a switch where the job's paths split, another
             # worker's (nxt) would send this one's copies and partials past its node
             for a, b in zip(p[1:k], p[2:k + 1]):
                 if hops[a][ps] != b:
                     pins.setdefault(node, {})[a] = b
-    return y, fan, levels, pins
+    return y, fan, levels, pins, {u: units[u] for u in levels}
 
 
 def priority_bytes(priorities: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, int]]:
@@ -334,7 +353,8 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     addr = host_addresses(topo)
     hops = next_hops(topo)
     sid = {s: node_base + topo.nodes[s].switch_id for s in topo.switches()}
-    if node_base + max(topo.nodes[s].switch_id for s in topo.switches()) > 0xFFFF:
+    top_pipe = max(topo.nodes[s].pipelines for s in topo.switches()) - 1
+    if node_base + max(topo.nodes[s].switch_id for s in topo.switches()) + PIPE_NODE_STRIDE * top_pipe > 0xFFFF:
         raise ValueError(f"job {job.name}: node ids from base {node_base} do not fit 16 bits")
     pool_of = lambda n: (pools or {}).get(n, (0, pool_size))          # noqa: E731
     if priorities is None:
@@ -345,69 +365,104 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
 
     n_workers = len(job.workers)
     by_submodel = any(k in subs for nodes in plan.aggregation_node.values() for k in nodes)
+    units: dict[str, tuple[str, int]] = {}       # multi-pipeline switches: unit → (switch, pipe)
     if by_submodel or not plan.paths:
         y, fan, fan2, levels = _placement_levels(topo, job, plan, subs)
         tree_pins: dict[str, dict[str, str]] = {}
+        multi = [n for n in levels if topo.nodes[n].pipelines > 1]
+        if multi:
+            raise ValueError(f"plan {scheme}: placement plans aggregate per switch, but {', '.join(multi)} "
+                             "has several pipelines (only routing plans deploy per pipe)")
     else:
-        y, fan, levels, tree_pins = _routing_levels(topo, job, plan, hops, len(subs))
+        y, fan, levels, tree_pins, units = _routing_levels(topo, job, plan, hops, len(subs))
         fan2 = {}
+    sw = lambda n: units.get(n, (n, 0))[0]                    # noqa: E731  unit → its switch
+    uid = lambda n: sid[sw(n)] + PIPE_NODE_STRIDE * units.get(n, (n, 0))[1]   # noqa: E731  unit → node id
+    port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
+
+    def from_ps(s: str) -> tuple[str, int]:
+        """The unit of switch ``s`` that what the PS sends to it (reminders, relays) enters."""
+        return ingress_unit(topo, s, topo.shortest_path(ps, s)[-2])
     for w, nodes in y.items():
         for n in nodes:
-            if n is not None and not topo.nodes[n].programmable:
+            if n is not None and not topo.nodes[sw(n)].programmable:
                 raise ValueError(f"plan {scheme}: {w} aggregates at {n}, which is not programmable")
-    relay_only = _relay_only_node(topo, hops, job, levels, _node_workers(y, levels), hold)
+    by_switch = {sw(n): lv for n, lv in levels.items()}
+    relay_only = _relay_only_node(topo, hops, job, by_switch,
+                                  {sw(n): ws for n, ws in _node_workers(y, levels).items()}, hold)
     if relay_only is not None:
+        # a relay on a multi-pipeline switch: the pipe the PS's results enter on
+        at, (relay_only, pipe) = relay_only, from_ps(relay_only)
+        if relay_only != at:
+            units[relay_only] = (at, pipe)
         levels[relay_only] = ("to_multicast",)
 
     ops: dict[str, list[TableOp]] = {s: [] for s in topo.switches()}
-    port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
     for s in topo.switches():
         for h in topo.hosts():
             ops[s].append(TableOp.of("add_lpm", addr[h].ip, 32, port(s, hops[s][h]), dmac=addr[h].mac))
+        node_s = topo.nodes[s]
+        if node_s.programmable and node_s.pipelines > 1:
+            # which pipe each port feeds (ina_port_pipe; unmapped ports: pipe 0)
+            for p_, pipe in sorted(node_s.port_pipe.items()):
+                if pipe:
+                    ops[s].append(TableOp.of("set_port_pipe", p_, pipe))
+    configured: set[str] = set()
     for n, lv in levels.items():
-        node = sid[n]
-        base, size = pool_of(n)
-        ops[n].append(TableOp.of("add_node", node, pool_base=base, pool_size=size))
-        ops[n].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=hold))
-        if hold and n != relay_only:
-            ops[n].append(TableOp.of("add_release", job.job_id, node, pool_base=base, pool_size=size))
-        if lv[0] == "to_node":
-            ops[n].append(TableOp.of("level_to_node", job.job_id, node, next_node=sid[lv[1]], next_fan_in=lv[2]))
-        elif lv[0] == "to_multicast":
-            members = [(port(n, hops[n][w]), addr[w].ip, addr[w].mac) for w in job.workers]
-            # one group per (job, node): the switch id keeps groups distinct across nodes
-            ops[n].append(TableOp.of("add_result_group", job.job_id, members, rid_base=rid_base))
-            ops[n].append(TableOp.of("level_to_multicast", job.job_id, node, job.job_id))
+        node, at = uid(n), sw(n)
+        base, size = pool_of(at)
+        pipe = units.get(n, (n, 0))[1]
+        if pipe:
+            # each pipe has a memory of its own: pipe p's pool is the p-th block of the register
+            base += pipe * size
+            if base + size > DEFAULT_POOL:
+                raise ValueError(f"plan {scheme}: {n}'s pool ends at {base + size}, beyond the "
+                                 f"program's {DEFAULT_POOL} aggregators (pool {size} per pipe)")
+            ops[at].append(TableOp.of("add_node", node, pool_base=base, pool_size=size, pipe=pipe))
         else:
-            ops[n].append(TableOp.of("level_to_ps", job.job_id, node))
+            ops[at].append(TableOp.of("add_node", node, pool_base=base, pool_size=size))
+        if at not in configured:            # a switch aggregating on several pipes: the job once
+            configured.add(at)
+            ops[at].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=hold))
+        if hold and n != relay_only:
+            ops[at].append(TableOp.of("add_release", job.job_id, node, pool_base=base, pool_size=size))
+        if lv[0] == "to_node":
+            ops[at].append(TableOp.of("level_to_node", job.job_id, node, next_node=uid(lv[1]), next_fan_in=lv[2]))
+        elif lv[0] == "to_multicast":
+            members = [(port(at, hops[at][w]), addr[w].ip, addr[w].mac) for w in job.workers]
+            # one group per (job, node): the switch id keeps groups distinct across nodes
+            ops[at].append(TableOp.of("add_result_group", job.job_id, members, rid_base=rid_base))
+            ops[at].append(TableOp.of("level_to_multicast", job.job_id, node, job.job_id))
+        else:
+            ops[at].append(TableOp.of("level_to_ps", job.job_id, node))
 
     # pinned routes: worker first copies (flags 0) labelled n must pass n
     pinned: set[tuple[str, int, int]] = set()
     for w in job.workers:
         to_ps = lpm_path(topo, hops, w, ps)
         for n in {n for n in y[w] if n is not None}:
-            if n in to_ps:
+            if sw(n) in to_ps:
                 continue
-            path = topo.shortest_path(w, n)
+            path = topo.shortest_path(w, sw(n))
             for a, b in zip(path[1:-1], path[2:]):
-                if hops[a][ps] != b and (a, sid[n], wid[w]) not in pinned:
-                    pinned.add((a, sid[n], wid[w]))
+                if hops[a][ps] != b and (a, uid(n), wid[w]) not in pinned:
+                    pinned.add((a, uid(n), wid[w]))
                     ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac,
-                                             node_id=sid[n], worker_id=wid[w], flags=0,
+                                             node_id=uid(n), worker_id=wid[w], flags=0,
                                              flags_mask=_FIRST_COPY_MASK))
     # routing plans: first copies and partials (flags 0) and fragments a collision sent on
     # (COLLISION) headed for node n follow the plan's paths up to n
     for n, at in tree_pins.items():
         for a, b in at.items():
             for flags in (0, int(Flags.COLLISION)):
-                ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac, node_id=sid[n],
+                ops[a].append(TableOp.of("add_route", job.job_id, port(a, b), addr[ps].mac, node_id=uid(n),
                                          flags=flags, flags_mask=_FIRST_COPY_MASK))
     for n, lv in levels.items():
-        if lv[0] == "to_node" and not tree_pins and lv[1] not in _downstream(topo, hops, n, ps):
+        if lv[0] == "to_node" and not tree_pins and sw(lv[1]) not in _downstream(topo, hops, sw(n), ps):
             raise ValueError(f"plan {scheme}: next level {lv[1]} of {n} is not on {n}'s route to the PS")
 
     prio = [int(priorities.get(sub.name, 0)) for sub in job.submodels]
-    labels = {w: [FragmentLabel(sid[n], fan[(n, i)], prio[i]) if n is not None
+    labels = {w: [FragmentLabel(uid(n), fan[(n, i)], prio[i]) if n is not None
                   else FragmentLabel(0, n_workers, prio[i]) for i, n in enumerate(y[w])] for w in job.workers}
     # reminders: from the PS along a shortest path to the node, then on to a host that ignores
     # them; pinned (flags == REMINDER, ingress port) where the host's LPM route leaves that path
@@ -416,12 +471,12 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     for n in levels:
         mine = [w for w in job.workers if n in y[w]]
         for h in mine + [w for w in job.workers if w not in mine] + others:
-            pins = _reminder_pins(topo, hops, ps, n, h)
+            pins = _reminder_pins(topo, hops, ps, sw(n), h)
             if pins is not None:
                 break
         else:
             raise ValueError(f"plan {scheme}: no reminder route from {ps} through {n}")
-        via[sid[n]] = addr[h].ip
+        via[uid(n)] = addr[h].ip
         # a node multicasting to every worker also relays the PS's results (rule 1), which take
         # the reminders' path to it (OVERFLOW may be set: not matched)
         kinds: list[dict[str, int]] = [{"flags": int(Flags.REMINDER)}]
@@ -429,21 +484,22 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
             kinds.append({"flags": int(Flags.RELAY), "flags_mask": 0xFF & ~int(Flags.OVERFLOW)})
         for a, (in_port, out_port) in pins.items():
             for kind in kinds:
-                ops[a].append(TableOp.of("add_route", job.job_id, out_port, addr[h].mac, node_id=sid[n],
+                ops[a].append(TableOp.of("add_route", job.job_id, out_port, addr[h].mac, node_id=uid(n),
                                          ingress_port=in_port, priority=2, **kind))
-    sub_nodes = {i: sorted({sid[n] for n in levels if (n, i) in fan or (n, i) in fan2}) for i in range(len(subs))}
+    sub_nodes = {i: sorted({uid(n) for n in levels if (n, i) in fan or (n, i) in fan2}) for i in range(len(subs))}
     # the PS's results go once through the multicasting node whose relays cross the fewest links
     # (any of the job's: rule 1 needs no aggregator); an edge node's tree climbs back up the
     # fabric's busiest links, and at 1 % loss, where those links and not the PS's set the pace,
     # relaying through GOAT's node of each sub-model made the twin's rounds 3 % slower
-    relays = [n for n in levels if levels[n][0] == "to_multicast"]
-    relay = min(relays, key=lambda n: (_relay_links(topo, hops, ps, n, job.workers), sid[n])) if relays else None
+    # (on a multi-pipeline switch, only a unit on the pipe the PS's relays enter)
+    relays = [n for n in levels if levels[n][0] == "to_multicast" and from_ps(sw(n))[0] == n]
+    relay = min(relays, key=lambda n: (_relay_links(topo, hops, ps, sw(n), job.workers), uid(n))) if relays else None
     cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes,
-                    result_via=0 if relay is None else sid[relay],
-                    node_workers={sid[n]: sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
+                    result_via=0 if relay is None else uid(relay),
+                    node_workers={uid(n): sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
-                      {n: sid[n] for n in levels},
+                      {n: uid(n) for n in levels},
                       {n: "relay" if n == relay_only else lv[0] for n, lv in levels.items()})
 
 
@@ -558,7 +614,7 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
                     seen.add(str(op))
                     merged.append(op)
         ops[s] = merged
-    used = {s: pools[s] for d in deps for s in d.node_ids}
+    used = {n: pools.get(n, pool_size) for d in deps for n in d.node_ids}     # n: a switch or a pipe's unit
     return FabricDeployment(plan.scheme, deps, ops, used)
 
 

@@ -22,6 +22,14 @@ def _leaf_spine(k: int, per_edge: int | None, programmable: float, seed: int) ->
     return leaf_spine(k, k, per_edge or k, programmable_fraction=programmable, seed=seed)
 
 
+def _leaf_spine_4pipe(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
+    # ARO §IV-A scaled down: every switch has 4 pipelines (ports split evenly, leaf ports hosts
+    # first), and the last leaf, the PSes' (place_jobs puts them on the last hosts), is always
+    # programmable, as ARO's PS leaves are
+    return leaf_spine(k, k, per_edge or k, programmable_fraction=programmable, seed=seed, pipelines=4,
+                      force_programmable=[f"leaf{k}"])
+
+
 def _single(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
     # the hosts beyond 64 (ESA §7.2.1's servers) are the PSes', under a relay switch
     total = per_edge or k
@@ -41,6 +49,8 @@ TOPOLOGIES: dict[str, tuple[Callable[[int, int | None, float, int], Topology], s
     "fattree": (_fattree, "k-ary fat-tree (--k, default 4: 20 switches; k/2 hosts per edge unless "
                           "--hosts-per-edge)"),
     "leaf-spine": (_leaf_spine, "k spines, k leaves, k hosts per leaf (or --hosts-per-edge)"),
+    "leaf-spine-4pipe": (_leaf_spine_4pipe, "leaf-spine with 4 pipelines per switch, the last leaf (the PSes') "
+                                            "programmable: ARO §IV-A scaled down"),
     "single": (_single, "one programmable switch with --hosts-per-edge hosts (else --k); beyond 64, "
                         "the rest (the PSes') under a relay switch with no aggregators: ESA §7.2"),
     "goat-testbed": (_goat_testbed, "GOAT Fig. 4: S1, S2 with 4 workers each, S3 with the PS (all programmable)"),
