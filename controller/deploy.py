@@ -45,8 +45,9 @@ What gets installed for a job with a single PS:
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from hostlib.protocol import Flags
 from hostlib.ps import JobConfig
@@ -682,6 +683,46 @@ def _downstream(topo: Topology, hops: Mapping[str, Mapping[str, str]], s: str, d
     return path[:-1]
 
 
+def aggregator_index(job_id: int, node_id: int, submodel_id: int, fragment_id: int, pool_base: int,
+                     pool_size: int) -> int:
+    """The aggregator the v1model program gives a fragment at a node: ``pool_base`` + CRC-32 of
+    (job id, node id, sub-model, fragment: 16, 16, 16 and 32 bits, big-endian) mod ``pool_size``
+    (p4src/v1model/aggregator.p4)."""
+    key = (job_id.to_bytes(2, "big") + node_id.to_bytes(2, "big") + submodel_id.to_bytes(2, "big")
+           + fragment_id.to_bytes(4, "big"))
+    return pool_base + zlib.crc32(key) % pool_size
+
+
+def node_pools(dep: Deployment) -> dict[int, tuple[int, int]] | None:
+    """node id → (pool base, pool size) as ``dep`` installs them; None where a node id has
+    pools that differ per pipe (an aggregator then depends on the port a fragment comes in on)."""
+    pools: dict[int, set[tuple[int, int]]] = {}
+    for ops in dep.ops.values():
+        for op in ops:
+            if op.method == "add_node":
+                kw = dict(op.kwargs)
+                pools.setdefault(op.args[0], set()).add((kw["pool_base"], kw["pool_size"]))
+    if any(len(p) > 1 for p in pools.values()):
+        return None
+    return {node: next(iter(p)) for node, p in pools.items()}
+
+
+def slot_pools(dep: Deployment) -> dict[int, tuple[int, int]] | None:
+    """The pools whose aggregators ``dep``'s workers reuse only after their results: SwitchML's
+    (its hosts own their slots: a fragment waits for the one before it in the same slot), None
+    for every other scheme or where pools differ per pipe."""
+    return node_pools(dep) if dep.scheme == "switchml" else None
+
+
+def slot_function(job_id: int, pools: Mapping[int, tuple[int, int]]) -> Callable[[int, int, int], int]:
+    """(node id, sub-model, fragment) → its aggregator at that node (v1model), for a SwitchML
+    worker's slot discipline (hostlib.worker.Worker's ``slot_of``); ``pools``: node_pools'."""
+    def slot(node_id: int, submodel_id: int, fragment_id: int) -> int:
+        base, size = pools[node_id]
+        return aggregator_index(job_id, node_id, submodel_id, fragment_id, base, size)
+    return slot
+
+
 def ina_fraction(ps_received: Mapping[str, int], worker_fragments: int) -> float:
     """Share of the workers' first copies that switches aggregated: 1 - (plain + collision
     fragments the PS received) / (fragments all workers sent)."""
@@ -691,4 +732,4 @@ def ina_fraction(ps_received: Mapping[str, int], worker_fragments: int) -> float
 
 __all__ = ["TableOp", "apply_ops", "HostAddress", "host_addresses", "next_hops", "lpm_path",
            "Deployment", "deploy_plan", "FabricDeployment", "deploy_jobs", "expand_multi_ps", "PART_JOB_ID_STRIDE", "priority_bytes", "esa_priority_schedule",
-           "submodel_elements", "ina_fraction", "DEFAULT_POOL"]
+           "submodel_elements", "ina_fraction", "DEFAULT_POOL", "aggregator_index", "node_pools", "slot_pools", "slot_function"]

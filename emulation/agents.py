@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from controller.deploy import slot_function
 from controller.esa_priority import JobProgress
 from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import encode_fragments, fragment_layout
@@ -200,7 +201,9 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     workers = [Worker(p["job_id"], p["worker_id"], p["ps_ip"], cfg["ip"],
                       [FragmentLabel(*lab) for lab in p["labels"]], mac=cfg["mac"], lanes=lanes,
                       window=cfg.get("window", 8), rto=_rto(cfg), node_tries=cfg.get("node_tries", NODE_TRIES),
-                      loss_detection=cfg.get("loss_detection", "rack"))
+                      loss_detection=cfg.get("loss_detection", "rack"),
+                      slot_of=None if p.get("slot_pools") is None else slot_function(
+                          p["job_id"], {int(n): (b, s) for n, (b, s) in p["slot_pools"].items()}))
                for p in parts]
     agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
     tr = CountingTransport(cfg["ip"], lanes=lanes)

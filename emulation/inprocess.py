@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from controller.esa_priority import JobProgress
-from controller.deploy import Deployment, FabricDeployment, TableOp, apply_ops
+from controller.deploy import Deployment, FabricDeployment, TableOp, apply_ops, slot_function, slot_pools
 from controller.ina_tables import InaTables
 from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
@@ -240,8 +240,10 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
             if w in agents:
                 raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
             # the v1model program's nodes keep their results (rule 8): more tries at the node
+            pools = slot_pools(dep)
             wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
-                        window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT, loss_detection=loss_detection)
+                        window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT, loss_detection=loss_detection,
+                        slot_of=None if pools is None else slot_function(dep.job_id, pools))
             inputs = (esa or {}).get(dep.job_id)
             progress = None if not inputs else JobProgress(
                 comm_prior=float(inputs["comm_prior"]), comp_prior=float(inputs["comp_prior"]),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from controller.deploy import Deployment, FabricDeployment
+from controller.deploy import Deployment, FabricDeployment, slot_pools
 from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES, NODE_TRIES_KEPT
 
 from .bounds import LANES, link_bits_per_s, round_fan_ins
@@ -81,14 +81,16 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                    lanes: int = LANES, participants: Mapping[int, list[list[int]]] | None = None,
                    compute: Mapping[int, float] | None = None, jitter: float = 0.0,
                    esa: Mapping[int, dict[str, Any]] | None = None,
-                   node_tries: int = NODE_TRIES, loss_detection: str = "rack") -> dict[str, tuple[str, dict]]:
+                   node_tries: int = NODE_TRIES, loss_detection: str = "rack",
+                   slots: bool = True) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
     worker's packets carry then counts that round's participants at its node. ``compute``: job →
     its workers' computation per round (s), each worker adding its own U(0, ``jitter``);
     ``esa``: job → the inputs its workers need to evaluate ESA's Eq. 1 on what they measure
     (emulation.agents.job_progress); ``node_tries``: each worker's retransmissions of a fragment
-    to its node before the PS (hostlib.worker)."""
+    to its node before the PS (hostlib.worker); ``slots``: SwitchML's workers follow the
+    program's aggregator indexes (controller.deploy.slot_pools; v1model's hash only)."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish),
@@ -118,7 +120,10 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                         priorities=None if prio is None else [list(row) for row in prio],
                         round_fan_in=None if joined is None else
                         [list(row) for row in round_fan_ins(dep, w, joined)],
-                        esa=(esa or {}).get(dep.job_id))
+                        esa=(esa or {}).get(dep.job_id),
+                        # SwitchML's hosts reuse a slot only after its result (v1model's hash)
+                        slot_pools=None if (pools := slot_pools(dep)) is None or not slots else
+                        {str(n): list(p) for n, p in pools.items()})
             host = dict(common, host=w, ip=a[w].ip, mac=a[w].mac, window=window, rounds=rounds[dep.job_id],
                         start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part],
                         compute=(compute or {}).get(dep.job_id, 0.0), jitter=jitter)
@@ -164,7 +169,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
                           lanes=net.lanes, participants=participants, compute=compute, jitter=jitter, esa=esa,
                           # the v1model program's nodes keep their results (rule 8), the TNA one's not
                           node_tries=NODE_TRIES_KEPT if net.arch == "v1model" else NODE_TRIES,
-                          loss_detection=loss_detection)
+                          loss_detection=loss_detection, slots=net.arch == "v1model")
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"

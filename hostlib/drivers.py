@@ -532,13 +532,12 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
     sendmmsg/recvmmsg, the real monotonic clock, and the C library built here."""
     if not isinstance(transport, UdpTransport) or transport.native is False or clock is not time.monotonic:
         return False
-    # the C worker implements the "rack" loss detection only
     if type(agent) is WorkerGroup:
-        if any(type(w) is not Worker or not w.native or w.lanes != transport.lanes or w.loss_detection != "rack"
+        if any(type(w) is not Worker or not w.native or w.lanes != transport.lanes or not w.c_capable
                for w in agent.workers.values()):
             return False
     elif type(agent) not in (Worker, ParameterServer) or getattr(agent, "native", True) is False \
-            or getattr(agent, "loss_detection", "rack") != "rack":
+            or not getattr(agent, "c_capable", True):
         return False
     if getattr(agent, "lanes", None) != transport.lanes:
         return False                  # the Python loop says what is wrong with such frames

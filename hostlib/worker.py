@@ -226,13 +226,20 @@ class Worker:
                  gateway_mac: str | int = 0, lanes: int = DEFAULT_LANES, scale_bits: int = 16,
                  window: int = DEFAULT_WINDOW, reach: int | None = None, recovery: int | None = None,
                  rto: RtoEstimator | None = None, clip: bool = False, native: bool = True,
-                 node_tries: int = NODE_TRIES, loss_detection: str = "rack") -> None:
+                 node_tries: int = NODE_TRIES, loss_detection: str = "rack",
+                 slot_of: Callable[[int, int, int], int] | None = None) -> None:
         if window < 1:
             raise ValueError("window must be at least one fragment")
         if loss_detection not in LOSS_DETECTION:
             raise ValueError(f"loss detection {loss_detection!r}: choose from {', '.join(LOSS_DETECTION)}")
         self.loss_detection, self._fast_after = loss_detection, (
             DUPACK_THRESHOLD if loss_detection == "dupack" else FAST_RETRANSMIT_AFTER)
+        # SwitchML's slot discipline: (node id, sub-model, fragment) -> the aggregator it takes at
+        # its node; a fragment waits while one in flight takes the same one, so an aggregator is
+        # reused only after its result, and a job alone in its pool (a static partition) never
+        # collides with itself. None: any fragment in the window goes
+        self.slot_of = slot_of
+        self._slots: list[int] | None = None
         # retransmitted fragments hold no window slot, up to this many (default: the window);
         # each one beyond holds a slot again. Unbounded, a lossy round's recoveries piled up on
         # the PS's link faster than it could answer them (5 % loss, window 16, in
@@ -345,6 +352,9 @@ class Worker:
         self.round = rnd
         self.stats = WorkerStats()
         self._cur = Round(rnd, sizes, self.lanes, wire, self.stats.overflowed, order, [x.node_id for x in lab])
+        r, slot_of = self._cur, self.slot_of
+        self._slots = None if slot_of is None else [
+            slot_of(r.node[s], s, f) if r.node[s] else -1 for s, f in zip(r.sub, r.frag)]
         self._done = bytearray(len(self._cur))
         self._n_done = 0
         n = len(self._cur)
@@ -676,6 +686,8 @@ class Worker:
         if room <= 0 and self._recovering < self.recovery:
             room += self._presume_stale(r, now)
         stop = min(len(r), self._base + self.reach)
+        if self._slots is not None and room > 0:
+            stop = self._slot_free_until(stop, room)
         if room <= 0 or self._next >= stop:
             return []
         done, start = self._done, self._next
@@ -713,6 +725,28 @@ class Worker:
             self._arm_tail()
         wire, size = r.wire, r.frame_len
         return [wire[i * size:(i + 1) * size] for i in send]
+
+    @property
+    def c_capable(self) -> bool:
+        """Whether hostlib.native's C worker implements this Worker's options: "rack" loss
+        detection and no slot discipline."""
+        return self.loss_detection == "rack" and self.slot_of is None
+
+    def _slot_free_until(self, stop: int, room: int) -> int:
+        """The first fragment from ``_next`` on whose aggregator one in flight (or one before it
+        in this fill) still takes: sending stops there (SwitchML's slots, in order)."""
+        slots, done, pending = self._slots, self._done, self._pending
+        assert slots is not None
+        busy = {slots[i] for i in pending}
+        i = self._next
+        while i < stop and room > 0:
+            if not done[i]:
+                if slots[i] >= 0 and slots[i] in busy:
+                    return i
+                busy.add(slots[i])
+                room -= 1
+            i += 1
+        return stop
 
     def _presume_stale(self, r: Round, now: float) -> int:
         """Presume lost the first copies that waited ``STALE_AFTER`` times their path's

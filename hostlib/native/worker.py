@@ -76,8 +76,9 @@ class NativeWorker:
     (e.g. to push the next round)."""
 
     def __init__(self, worker: "Worker") -> None:
-        if worker.loss_detection != "rack":
-            raise ValueError(f"the C worker detects loss as 'rack', not {worker.loss_detection!r}")
+        if not worker.c_capable:
+            raise ValueError(f"the C worker detects loss as 'rack' without slots, not "
+                             f"{worker.loss_detection!r}{' with slots' if worker.slot_of else ''}")
         self.lib, self.wk = require(), worker
         self.st = CWorker()
         self._round: Any = None

@@ -4,6 +4,7 @@ ESA §7.2, and emulation.twin's SchemeRun that emulation.report reads like a Min
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -112,3 +113,11 @@ def test_loss_detection_is_checked_and_dupack_keeps_to_the_python_worker() -> No
     from hostlib.native.worker import NativeWorker      # refuses before it loads the C library
     with pytest.raises(ValueError, match="rack"):
         NativeWorker(wk)
+
+
+def test_switchml_workers_reuse_a_slot_only_after_its_result() -> None:
+    # each job owns its slice of the pool and its workers follow the program's aggregator index:
+    # nothing collides, nothing goes to the PS (SwitchML has no PS path)
+    _, rows = _run("switchml", replace(SETTING, schemes=("switchml",)))
+    assert all(r["exact"] and r["ps_rx_mb"] == 0 and r["ina_fraction"] == 1.0 and r["worker_resent"] == 0
+               for r in rows)
