@@ -71,7 +71,11 @@ def test_reflector_returns_exact_sums_to_every_worker_for_several_rounds() -> No
             assert np.array_equal(results[w][r], want), (r, w)
     st = refl.stats.as_dict()
     assert st["completed"] == rounds * frags and st["results_sent"] == n * rounds * frags
-    assert st["fragments"] == n * rounds * frags and st["overflowed"] == 0 and st["stale"] == 0
+    # every first copy arrived; a worker's timer may have resent some under load: each extra
+    # copy is a duplicate of a partial's contribution or a retry the kept result answered
+    extra = st["fragments"] - n * rounds * frags
+    assert 0 <= extra <= st["duplicates"] + st["answered_retries"], st
+    assert st["overflowed"] == 0 and st["stale"] == 0
 
 
 def _payload(worker: int, frag: int, rnd: int, lanes: np.ndarray, flags: Flags = Flags(0), n: int = 2) -> bytes:
