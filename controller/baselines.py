@@ -320,7 +320,8 @@ def atp(topo: Topology, jobs: list[Job], options: dict[str, Any]) -> Plan:
     only, aggregated flows take the least-loaded shortest path to the PS. Results: a
     to_multicast node multicasts its own; the PS sends each result it completes once, to a
     relay switch that multicasts it back past the holding ToRs, releasing their aggregators
-    (controller.deploy: relay-only node; unicast where no switch qualifies)."""
+    (controller.deploy: relay-only node; unicast where no switch qualifies; the PS's own ToR
+    does not hold, its aggregate's result passing it first)."""
     return _placement_plan("atp", topo, jobs, _atp_placement(topo, jobs), _atp_routing(topo, jobs), {})
 
 

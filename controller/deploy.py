@@ -389,8 +389,12 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
             if n is not None and not topo.nodes[sw(n)].programmable:
                 raise ValueError(f"plan {scheme}: {w} aggregates at {n}, which is not programmable")
     by_switch = {sw(n): lv for n, lv in levels.items()}
+    # ATP holds an aggregator until the PS's result passes back — except at the PS's own ToR:
+    # the result passes there first, a PS turnaround after the aggregate, so holding it there
+    # buys nothing, and it would keep the results from a relay (no relay's tree passes it)
+    holding = {s for s in by_switch if hold and s != topo.tor_of(ps)}
     relay_only = _relay_only_node(topo, hops, job, by_switch,
-                                  {sw(n): ws for n, ws in _node_workers(y, levels).items()}, hold)
+                                  {sw(n): ws for n, ws in _node_workers(y, levels).items() if sw(n) in holding}, hold)
     if relay_only is not None:
         # a relay on a multi-pipeline switch: the pipe the PS's results enter on
         at, (relay_only, pipe) = relay_only, from_ps(relay_only)
@@ -424,8 +428,8 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
             ops[at].append(TableOp.of("add_node", node, pool_base=base, pool_size=size))
         if at not in configured:            # a switch aggregating on several pipes: the job once
             configured.add(at)
-            ops[at].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=hold))
-        if hold and n != relay_only:
+            ops[at].append(TableOp.of("add_job", job.job_id, preemption=preempt, hold_until_result=at in holding))
+        if at in holding and n != relay_only:
             ops[at].append(TableOp.of("add_release", job.job_id, node, pool_base=base, pool_size=size))
         if lv[0] == "to_node":
             ops[at].append(TableOp.of("level_to_node", job.job_id, node, next_node=uid(lv[1]), next_fan_in=lv[2]))

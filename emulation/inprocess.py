@@ -17,13 +17,15 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from controller.esa_priority import JobProgress
-from controller.deploy import Deployment, FabricDeployment, TableOp, apply_ops, slot_function, slot_pools
+from controller.deploy import (PART_JOB_ID_STRIDE, Deployment, FabricDeployment, TableOp, apply_ops, slot_function,
+                               slot_pools)
 from controller.ina_tables import InaTables
 from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
 from hostlib.ps import ParameterServer
 from hostlib.rto import RtoEstimator
-from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES_KEPT, Worker
+from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES_KEPT, FragmentLabel, Worker
+from hostlib.worker_group import WorkerGroup
 from p4sim import Program, Switch, load_program
 from p4sim.fabric import Fabric
 
@@ -59,34 +61,62 @@ def build_fabric(topo: Topology, ops: Mapping[str, Sequence[TableOp]], program: 
     return fabric
 
 
-class _TrainingWorker:
-    """A Worker training ``rounds`` rounds from ``start_at``: before each round it computes for
-    ``compute`` seconds plus its own seeded U(0, ``jitter``) (emulation.agents.compute_seconds,
-    the draws the Mininet agents make), still answering the PS meanwhile; records each round's
-    finish time. ``priorities`` (round → sub-model → byte) relabels each round; ``progress``
-    (ESA) relabels it with Eq. 1 on what the job measured (:meth:`JobProgress.record_finish`)."""
+@dataclass
+class _Part:
+    """One Worker of a training host: a job, or one PS's part of a job split over several
+    (InArt), with what it records per round."""
+    worker: Worker
+    seeds: Sequence[int]                     # its job's workers' gradient seeds
+    index: int                               # this worker's place among them
+    sizes: Sequence[int]
+    priorities: Sequence[Sequence[int]] | None = None   # round → sub-model → byte
+    progress: JobProgress | None = None      # ESA: Eq. 1's inputs, measured per job
+    unit: float = 1.0
+    labels: list[FragmentLabel] = field(default_factory=list)
+    results: list[np.ndarray] = field(default_factory=list)
+    resent: list[int] = field(default_factory=list)
+    fast_resent: list[int] = field(default_factory=list)
+    priority_log: list[list[int]] = field(default_factory=list)
 
-    def __init__(self, worker: Worker, seeds: Sequence[int], index: int, sizes: Sequence[int],
-                 rounds: int, start_at: float = 0.0, priorities: Sequence[Sequence[int]] | None = None, *,
-                 compute: float = 0.0, jitter: float = 0.0, progress: JobProgress | None = None,
-                 unit: float = 1.0, on_round: Callable[[], None] | None = None) -> None:
-        self.worker, self.seeds, self.index, self.sizes, self.rounds = worker, seeds, index, sizes, rounds
-        self.start_at, self.priorities = start_at, priorities
-        self.compute, self.jitter, self.progress, self.unit, self.on_round = compute, jitter, progress, unit, on_round
-        self.labels = [worker.labels[i] for i in range(len(sizes))]
+    def __post_init__(self) -> None:
+        self.labels = [self.worker.labels[i] for i in range(len(self.sizes))]
+
+    def push(self, rnd: int) -> None:
+        labels = measured_labels(round_labels(self.labels, self.priorities, rnd), self.progress, self.unit)
+        self.priority_log.append([lab.priority for lab in labels])
+        self.worker.labels = dict(enumerate(labels))
+        self.worker.push(gradient(round_seeds(self.seeds, rnd)[self.index], sum(self.sizes)), self.sizes)
+
+    def record(self) -> None:
+        self.results.append(self.worker.result_fixed())
+        self.resent.append(self.worker.stats.resent)
+        self.fast_resent.append(self.worker.stats.fast_resent)
+
+
+class _TrainingWorker:
+    """A host training ``rounds`` rounds from ``start_at`` with one Worker per job part (one, or
+    one per PS of a job split over several; all in lockstep, as emulation.agents.run_worker):
+    before each round it computes for ``compute`` seconds plus its own seeded U(0, ``jitter``)
+    (emulation.agents.compute_seconds, the Mininet agents' draws), still answering the PS
+    meanwhile; records each round's finish time. A part's ``priorities`` relabel each round;
+    its ``progress`` (ESA) relabels it with Eq. 1 on what the job measured."""
+
+    def __init__(self, parts: Sequence[_Part], rounds: int, start_at: float = 0.0, *, compute: float = 0.0,
+                 jitter: float = 0.0, on_round: Callable[[], None] | None = None) -> None:
+        self.parts, self.rounds, self.start_at = list(parts), rounds, start_at
+        self.compute, self.jitter, self.on_round = compute, jitter, on_round
         self.started = False
         self.resume_at: float | None = None      # when the computation before the next round ends
         self.finished: list[float] = []
-        self.results: list[np.ndarray] = []
-        self.resent: list[int] = []
-        self.fast_resent: list[int] = []
         self.pushed_at: list[float] = []         # when each round's first copies went out
         self.computed: list[float] = []          # each round's computation before it (s)
-        self.priority_log: list[list[int]] = []  # the priorities each round's fragments carried
+
+    def add(self, part: _Part) -> None:
+        self.parts.append(part)
 
     def _compute(self, now: float) -> list[bytes]:
-        rnd = len(self.finished)
-        comp = compute_seconds(self.compute, self.jitter, self.seeds[self.index], rnd)
+        first = self.parts[0]
+        comp = compute_seconds(self.compute, self.jitter, first.seeds[first.index], len(self.finished))
         self.computed.append(comp)
         if comp > 0:
             self.resume_at = now + comp
@@ -94,14 +124,11 @@ class _TrainingWorker:
         return self._push(now)
 
     def _push(self, now: float) -> list[bytes]:
-        rnd = len(self.finished)
         self.resume_at = None
         self.pushed_at.append(now)
-        labels = measured_labels(round_labels(self.labels, self.priorities, rnd), self.progress, self.unit)
-        self.priority_log.append([lab.priority for lab in labels])
-        self.worker.labels = dict(enumerate(labels))
-        self.worker.push(gradient(round_seeds(self.seeds, rnd)[self.index], sum(self.sizes)), self.sizes)
-        return self.worker.start(now)
+        for p in self.parts:
+            p.push(len(self.finished))
+        return [f for p in self.parts for f in p.worker.start(now)]
 
     def start(self, now: float) -> list[bytes]:
         if now < self.start_at:
@@ -110,43 +137,33 @@ class _TrainingWorker:
         return self._compute(now)
 
     def _advance(self, out: list[bytes], now: float) -> list[bytes]:
-        if self.resume_at is None and self.worker.done() and len(self.finished) < self.rounds \
-                and self.worker.round == len(self.finished):
+        rnd = len(self.finished)
+        if self.resume_at is None and rnd < self.rounds and all(
+                p.worker.done() and p.worker.round == rnd for p in self.parts):
             self.finished.append(now)
-            self.results.append(self.worker.result_fixed())
-            self.resent.append(self.worker.stats.resent)
-            self.fast_resent.append(self.worker.stats.fast_resent)
-            if self.progress is not None:
-                self.progress.record_finish(now, self.start_at)
+            for p in self.parts:
+                p.record()
+                if p.progress is not None:
+                    p.progress.record_finish(now, self.start_at)
             if self.on_round is not None:
                 self.on_round()
             if len(self.finished) < self.rounds:
                 out = out + self._compute(now)
         return out
 
-    def on_frame(self, frame: bytes, now: float) -> list[bytes]:
-        return self._advance(self.worker.on_frame(frame, now), now)
+    def _live(self) -> list[Worker]:
+        return [p.worker for p in self.parts if p.worker.round >= 0]
 
-    def report(self, wants: Sequence[np.ndarray], lanes: int) -> dict[str, Any]:
-        """What a Mininet worker agent reports (emulation.agents.run_worker), on the simulated
-        clock: ``wants[r]`` is round r's exact sum."""
-        rounds, resent, fast = [], 0, 0
-        for r, (done, want) in enumerate(zip(self.finished, wants)):
-            rounds.append({"round": r, "seconds": done - self.pushed_at[r], "compute_seconds": self.computed[r],
-                           "exact": bool(np.array_equal(self.results[r], want)), "joined": True,
-                           "resent": self.resent[r] - resent, "fast_resent": self.fast_resent[r] - fast,
-                           "priorities": self.priority_log[r]})
-            resent, fast = self.resent[r], self.fast_resent[r]
-        st = self.worker.stats
-        return {"seconds": (self.finished[-1] - self.start_at) if self.done else float("nan"),
-                "done": self.done, "exact": self.done and all(r["exact"] for r in rounds), "rounds": rounds,
-                "fragments": sum(-(-n // lanes) for n in self.sizes), "sent": st.sent, "resent": st.resent,
-                "fast_resent": st.fast_resent}
+    def on_frame(self, frame: bytes, now: float) -> list[bytes]:
+        live = self._live()
+        if len(live) == 1:
+            return self._advance(live[0].on_frame(frame, now), now)
+        return self._advance(WorkerGroup(live).on_frame(frame, now) if live else [], now)
 
     def on_timer(self, now: float) -> list[bytes]:
         if not self.started:
             return self.start(now)
-        out = self.worker.on_timer(now) if self.worker.round >= 0 else []
+        out = [f for w in self._live() for f in w.on_timer(now)]
         if self.resume_at is not None and now >= self.resume_at:
             out = out + self._push(now)
         return self._advance(out, now)
@@ -154,10 +171,23 @@ class _TrainingWorker:
     def next_deadline(self) -> float | None:
         if not self.started:
             return self.start_at
-        d = self.worker.next_deadline() if self.worker.round >= 0 else None
+        ds = [d for w in self._live() if (d := w.next_deadline()) is not None]
         if self.resume_at is not None:
-            d = self.resume_at if d is None else min(d, self.resume_at)
-        return d
+            ds.append(self.resume_at)
+        return min(ds, default=None)
+
+    def report(self, part: _Part, wants: Sequence[np.ndarray], lanes: int) -> dict[str, Any]:
+        """What a Mininet worker agent reports for ``part`` (emulation.agents.run_worker), on the
+        simulated clock: ``wants[r]`` is round r's exact sum."""
+        rounds = [{"round": r, "seconds": done - self.pushed_at[r], "compute_seconds": self.computed[r],
+                   "exact": bool(np.array_equal(part.results[r], want)), "joined": True,
+                   # a Worker's counters start again with every round (Worker.push)
+                   "resent": part.resent[r], "fast_resent": part.fast_resent[r], "priorities": part.priority_log[r]}
+                  for r, (done, want) in enumerate(zip(self.finished, wants))]
+        return {"seconds": (self.finished[-1] - self.start_at) if self.done else float("nan"),
+                "done": self.done, "exact": self.done and all(r["exact"] for r in rounds), "rounds": rounds,
+                "fragments": sum(-(-n // lanes) for n in part.sizes),
+                "resent": sum(r["resent"] for r in rounds), "fast_resent": sum(r["fast_resent"] for r in rounds)}
 
     @property
     def done(self) -> bool:
@@ -226,7 +256,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     for host, cfgs in ps_jobs.items():
         a = fd.jobs[0].addresses[host]
         pses[host] = agents[host] = ParameterServer(a.ip, cfgs, mac=a.mac, lanes=lanes, timeout=make_rto())
-    trainers: list[list[_TrainingWorker]] = []
+    trainers: list[list[tuple[_TrainingWorker, _Part]]] = []
     seeds = []
     for k, dep in enumerate(fd.jobs):
         a = dep.addresses
@@ -237,7 +267,9 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
         for i, w in enumerate(dep.workers):
             if i not in running:
                 continue
-            if w in agents:
+            host = agents.get(w)
+            if host is not None and not (isinstance(host, _TrainingWorker) and all(
+                    p.worker.job_id % PART_JOB_ID_STRIDE == dep.job_id % PART_JOB_ID_STRIDE for p in host.parts)):
                 raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
             # the v1model program's nodes keep their results (rule 8): more tries at the node
             pools = slot_pools(dep)
@@ -248,12 +280,15 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
             progress = None if not inputs else JobProgress(
                 comm_prior=float(inputs["comm_prior"]), comp_prior=float(inputs["comp_prior"]),
                 rounds_total=inputs.get("rounds"))
-            agents[w] = _TrainingWorker(wk, seeds[k], i, dep.submodel_sizes, rounds[dep.job_id],
-                                        (starts or {}).get(dep.job_id, 0.0), (priorities or {}).get(dep.job_id),
-                                        compute=(compute or {}).get(dep.job_id, 0.0), jitter=jitter,
-                                        progress=progress, unit=float((inputs or {}).get("unit", 1.0)),
-                                        on_round=on_round)
-            mine.append(agents[w])
+            part = _Part(wk, seeds[k], i, dep.submodel_sizes, (priorities or {}).get(dep.job_id), progress,
+                         float((inputs or {}).get("unit", 1.0)))
+            if host is None:             # one host, one agent; another part of its job joins it (InArt)
+                host = agents[w] = _TrainingWorker([part], rounds[dep.job_id], (starts or {}).get(dep.job_id, 0.0),
+                                                   compute=(compute or {}).get(dep.job_id, 0.0), jitter=jitter,
+                                                   on_round=on_round)
+            else:
+                host.add(part)
+            mine.append((host, part))
         trainers.append(mine)
     drops: dict[tuple[str, str], float] = {}
     if loss:
@@ -261,7 +296,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
             drops[(sw, other)] = loss
         for host, (sw, _) in fabric.hosts.items():
             drops[(sw, host)] = loss
-    everyone = [t for ts in trainers for t in ts]
+    everyone = [t for ts in trainers for t, _ in ts]
     report = run_on_fabric(fabric, agents, until, hop_latency=hop_latency, loss=drops, seed=seed,
                            stop=lambda: all(t.done for t in everyone) and all(p.done() for p in pses.values()),
                            max_events=max_events, observe=observe,
@@ -270,20 +305,20 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     for k, dep in enumerate(fd.jobs):
         ts = trainers[k]
         per_round = []
-        wants = [expected_fixed([round_seeds(seeds[k], r)[t.index] for t in ts], dep.submodel_sizes, lanes)
-                 for r in range(max((len(t.finished) for t in ts), default=0))]
-        for r in range(min((len(t.finished) for t in ts), default=0)):
+        wants = [expected_fixed([round_seeds(seeds[k], r)[p.index] for _, p in ts], dep.submodel_sizes, lanes)
+                 for r in range(max((len(t.finished) for t, _ in ts), default=0))]
+        for r in range(min((len(t.finished) for t, _ in ts), default=0)):
             want = wants[r]
-            start = max(t.finished[r - 1] for t in ts) if r else ts[0].start_at
-            per_round.append({"round": r, "seconds": max(t.finished[r] for t in ts) - start,
-                              "exact": all(np.array_equal(t.results[r], want) for t in ts),
-                              "worker_resent": sum(t.resent[r] for t in ts),
-                              "worker_fast_resent": sum(t.fast_resent[r] for t in ts)})
+            start = max(t.finished[r - 1] for t, _ in ts) if r else ts[0][0].start_at
+            per_round.append({"round": r, "seconds": max(t.finished[r] for t, _ in ts) - start,
+                              "exact": all(np.array_equal(p.results[r], want) for _, p in ts),
+                              "worker_resent": sum(p.resent[r] for _, p in ts),
+                              "worker_fast_resent": sum(p.fast_resent[r] for _, p in ts)})
         ps = pses[dep.ps]
         out.append(InProcessResult(per_round, dict(ps.stats.received), report, ps.stats,
-                                   {"jct": max(t.finished[-1] for t in ts) - ts[0].start_at
-                                    if ts and all(t.done for t in ts) else float("nan"),
-                                    "workers": [t.report(wants, lanes) for t in ts]}))
+                                   {"jct": max(t.finished[-1] for t, _ in ts) - ts[0][0].start_at
+                                    if ts and all(t.done for t, _ in ts) else float("nan"),
+                                    "workers": [t.report(p, wants, lanes) for t, p in ts]}))
     return out
 
 

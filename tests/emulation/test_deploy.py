@@ -154,16 +154,21 @@ def test_results_are_relayed_through_a_multicasting_node_of_their_submodel(schem
     """`result_via`: where the job has a `to_multicast` node, the PS relays its results
     through one — the one whose relays cross the fewest links (the sparse fat-tree's
     GOAT plan multicasts at two edge switches and a core: the core) — and a RELAY frame from
-    the PS passes it (so rule 1 multicasts it); ATP's held aggregators multicast nothing."""
+    the PS passes it (so rule 1 multicasts it). ATP's levels multicast nothing, but its PS's ToR
+    does not hold (the result passes it first), so a relay-only switch whose tree passes the
+    holding worker ToRs multicasts its results."""
     topo, job = _setup(fraction)
     dep = deploy_plan(topo, job, run_scheme(scheme, topo, [job]), total_elements=4000)
     cfg, level = dep.job_config, {dep.node_ids[s]: lv for s, lv in dep.levels.items()}
-    multicasting = [n for n, lv in level.items() if lv == "to_multicast"]
-    assert bool(multicasting) == (scheme != "atp")
-    assert bool(cfg.result_via) == bool(multicasting)
+    multicasting = [n for n, lv in level.items() if lv in ("to_multicast", "relay")]
+    assert multicasting and cfg.result_via
+    if scheme == "atp":
+        holding = [s for s, ops in dep.ops.items() for o in ops if o.method == "add_job"
+                   and dict(o.kwargs)["hold_until_result"]]
+        assert holding and topo.tor_of(job.ps[0]) in dep.levels and topo.tor_of(job.ps[0]) not in holding
     for node_id in [cfg.result_via] if cfg.result_via else []:
         sw = next(s for s, n in dep.node_ids.items() if n == node_id)
-        assert level[node_id] == "to_multicast" and sw in _walk_reminder(topo, dep, node_id, flags=0x40)
+        assert level[node_id] in ("to_multicast", "relay") and sw in _walk_reminder(topo, dep, node_id, flags=0x40)
         if scheme == "goat" and fraction == 0.2:
             assert sorted(s[:4] for s, lv in dep.levels.items()) == ["core", "edge", "edge"] and sw.startswith("core")
 
