@@ -22,6 +22,7 @@ from controller.deploy import (PART_JOB_ID_STRIDE, Deployment, FabricDeployment,
 from controller.ina_tables import InaTables
 from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
+from hostlib.protocol import ETH_IP_UDP_LEN, Flags
 from hostlib.ps import ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.worker import DEFAULT_WINDOW, NODE_TRIES_KEPT, FragmentLabel, Worker
@@ -218,6 +219,34 @@ def run_rounds(topo: Topology, dep: Deployment, *, rounds: int = 1, loss: float 
                     hop_latency=hop_latency, until=until, rto=rto, max_events=max_events, link_mbps=link_mbps)[0]
 
 
+_FLAGS_AT, _NODE_AT = ETH_IP_UDP_LEN + 1, ETH_IP_UDP_LEN + 4     # the INA header's flags and node id
+_PASSING = int(Flags.RESULT | Flags.RELAY | Flags.RESEND | Flags.REMINDER)
+
+
+def _capacities(topo: Topology, fd: FabricDeployment, bw_scale: float) -> dict[str, float]:
+    """Bits per second of every switch with an aggregation capacity and every PS host with a
+    processing capacity (``capacity_gbps``, scaled like the links)."""
+    pses = {d.ps for d in fd.jobs}
+    return {n: node.capacity_gbps * 1e9 / bw_scale for n, node in topo.nodes.items()
+            if node.capacity_gbps > 0 and (node.kind == "switch" or n in pses)}
+
+
+def _aggregation_cost(fd: FabricDeployment) -> Callable[[str, bytes], bool]:
+    """Whether a frame costs a node's capacity: at a switch, a worker's fragment or a partial
+    for one of its node ids (not a result, relay, resend or reminder, which pass); at a host,
+    everything."""
+    nodes: dict[str, set[int]] = {}
+    for sw, ops in fd.ops.items():
+        nodes[sw] = {op.args[0] for op in ops if op.method == "add_node"}
+
+    def costs(node: str, frame: bytes) -> bool:
+        if node not in nodes:
+            return True
+        return (len(frame) > _NODE_AT + 1 and not frame[_FLAGS_AT] & _PASSING
+                and int.from_bytes(frame[_NODE_AT:_NODE_AT + 2], "big") in nodes[node])
+    return costs
+
+
 def job_seeds(seed: int, position: int, workers: int) -> list[int]:
     """Gradient seeds of the workers of the job at ``position`` (disjoint across jobs)."""
     return [seed * 1000 + 100 * position + i for i in range(workers)]
@@ -233,7 +262,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
              compute: Mapping[int, float] | None = None,
              jitter: float = 0.0, esa: Mapping[int, Mapping[str, Any]] | None = None,
              on_round: Callable[[], None] | None = None, loss_detection: str = "rack",
-             observe: Callable[[float, str, bytes, list[bytes]], None] | None = None) -> list[InProcessResult]:
+             observe: Callable[[float, str, bytes, list[bytes]], None] | None = None,
+             capacities: bool = False) -> list[InProcessResult]:
     """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
     ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
     host serve their jobs together. ``members[j]``: the worker ids of job ``j`` that run (default
@@ -245,7 +275,10 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     ESA's Eq. 1 inputs (emulation.schemes.esa_inputs), its workers labelling each round with the
     job's measured priority; ``on_round()`` is called as any worker finishes a round (a progress
     bar); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION); ``observe``: see
-    hostlib.drivers.run_on_fabric. One result per job, in ``fd.jobs`` order."""
+    hostlib.drivers.run_on_fabric; ``capacities`` (with ``bw_scale``): a node with a
+    ``capacity_gbps`` (InArt's switch aggregation and PS processing rates) processes what it
+    aggregates, a PS what it receives, at that rate scaled like the links. One result per job,
+    in ``fd.jobs`` order."""
     fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
     agents: dict[str, Any] = {}
@@ -300,6 +333,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     report = run_on_fabric(fabric, agents, until, hop_latency=hop_latency, loss=drops, seed=seed,
                            stop=lambda: all(t.done for t in everyone) and all(p.done() for p in pses.values()),
                            max_events=max_events, observe=observe,
+                           node_bps=_capacities(topo, fd, bw_scale) if capacities and bw_scale else None,
+                           costs=_aggregation_cost(fd),
                            link_bps=link_bits_per_s(topo, bw_scale) if bw_scale else link_mbps * 1e6 if link_mbps else None)
     out = []
     for k, dep in enumerate(fd.jobs):

@@ -134,7 +134,19 @@ def settings(quick: bool = False) -> list[Setting]:
                   jobs=2, workers=6, mb=(0.25,), rounds=rounds, pool=256)
     inart = Setting("InArt fat-tree, 2 PSes", "inart", ("inart", "atp") if quick else ("inart", "atp", "lbmm"),
                     jobs=1, workers=6, mb=(0.5,), rounds=rounds, pool=256, ps_per_job=2)
-    out = esa + goat + [aro, inart]
+    # the twin at the papers' own fabrics. ARO §IV-A scaled down: 8x8 leaf-spine, 4 pipes per
+    # switch (a pipe aggregates only what enters on it), 20 % programmable plus the PSes' leaf,
+    # two jobs of 12 workers over six leaves. InArt §5.3.1: k=6 fat-tree, 54 hosts, every switch
+    # programmable, 20 Mb/s links, switches aggregating at 9 Mb/s and PSes processing 20 Mb/s
+    # (the twin paces both), the model over 2 and 4 PSes
+    at_scale = [Setting("ARO leaf-spine, 4 pipes", "aro", aro.schemes, jobs=2, workers=12, mb=(0.25,), rounds=rounds,
+                        pool=256, topology="leaf-spine-4pipe", k=8, hosts_per_edge=4, link_mbps=20.0,
+                        instruments=("twin",))]
+    at_scale += [Setting(f"InArt k=6 fat-tree, {w} workers, {p} PSes", "inart", inart.schemes, jobs=1, workers=w,
+                         mb=(0.25,), rounds=rounds, pool=256, topology="inart", hosts_per_edge=None, programmable=1.0,
+                         ps_per_job=p, link_mbps=20.0, instruments=("twin",))
+                 for w, p in (((12, 2),) if quick else ((12, 2), (30, 4)))]
+    out = esa + goat + [aro, inart] + at_scale
     assert len({s.name for s in out}) == len(out), "setting names key the rows: unique"
     return out
 

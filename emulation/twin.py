@@ -94,7 +94,7 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
                        compute={i: s.compute for i, s in spec.items()}, jitter=jitter,
                        esa=esa_inputs(fd, spec, prepared.bounds, jitter) if scheme == "esa" else None,
                        until=1e6, max_events=MAX_EVENTS, on_round=on_round, loss_detection=loss_detection,
-                       observe=None if evictions is None else evictions.observe)
+                       observe=None if evictions is None else evictions.observe, capacities=True)
     report = results[0].report if results else None
     rates = link_bits_per_s(topo, bw_scale)
     carried: dict[tuple[str, str], int] = {}

@@ -71,7 +71,9 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
                   duplicate: Mapping[tuple[str, str], float] | None = None, seed: int = 0,
                   stop: Callable[[], bool] | None = None, max_events: int = 1_000_000,
                   link_bps: float | Mapping[tuple[str, str], float] | None = None,
-                  observe: Callable[[float, str, bytes, list[bytes]], None] | None = None) -> SimReport:
+                  observe: Callable[[float, str, bytes, list[bytes]], None] | None = None,
+                  node_bps: Mapping[str, float] | None = None,
+                  costs: Callable[[str, bytes], bool] | None = None) -> SimReport:
     """Run ``agents`` (host name → agent) on ``fabric`` until simulated time ``until``, until
     ``stop()`` is true, or until no frame is in flight and no agent has a deadline.
 
@@ -80,6 +82,9 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
     (from, to) → bits per second), first in first out (unbounded queues), so a busy link delays
     what follows it, as a real one does; None: links of unlimited rate. ``observe(t, switch,
     frame, outputs)`` sees every frame a switch processes and the frames it sent on.
+    ``node_bps[n]``: node n (a switch or a host) processes the frames ``costs(n, frame)`` says
+    cost it at this rate, one after another (a switch's aggregation capacity, a PS's processing:
+    InArt §5.3.1); the rest pass at once.
     ``report.link_bytes`` counts what each link carried per direction and job (duplicates
     included, drops not): the traffic the agents put on every link, whatever the clock.
     ``loss[(a, b)]`` is the probability a frame sent from node a (host or switch name) to its
@@ -107,6 +112,7 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
         link_bytes[key] = link_bytes.get(key, 0) + len(frame)
 
     free_at: dict[tuple[str, str], float] = {}   # when each link direction is next idle (link_bps)
+    busy_until: dict[str, float] = {}            # when each node with a rate is next idle (node_bps)
 
     def hop(src: str, dst: str, t: float, kind: str, data: tuple) -> None:
         p = loss.get((src, dst), 0.0)
@@ -145,8 +151,16 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
         report.events += 1
         if report.events > max_events:
             raise RuntimeError(f"simulation exceeded {max_events} events")
+        if node_bps and kind in ("switch", "host") and data[-2] is not True:     # True: processed already
+            node, frame = data[0], data[-1]
+            bps = node_bps.get(node)
+            if bps and (costs is None or costs(node, frame)):
+                # queue behind what the node is still processing; handled once it is through
+                ready = busy_until[node] = max(t, busy_until.get(node, 0.0)) + 8 * len(frame) / bps
+                push(ready, kind, (*data[:-1], True, frame))
+                continue
         if kind == "switch":
-            sw, port, frame = data
+            sw, port, frame = data[0], data[1], data[-1]
             sent = fabric.switches[sw].process(port, frame)
             if observe is not None:
                 observe(t, sw, frame, [out for _, out in sent])
@@ -159,7 +173,7 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
                     nsw, nport = fabric.links[(sw, out_port)]
                     hop(sw, nsw, t, "switch", (nsw, nport, out))
         elif kind == "host":
-            host, frame = data
+            host, frame = data[0], data[-1]
             report.delivered[host] = report.delivered.get(host, 0) + 1
             if host in agents:
                 emit(host, agents[host].on_frame(frame, t), t)

@@ -35,9 +35,12 @@ def test_settings_scale_and_quick_is_smaller():
     assert {s.comparison for s in full} == {"esa", "goat", "aro", "inart"}
     assert [s.jobs for s in full if s.comparison == "esa" and "emulation" in s.instruments] == [2, 3, 4]
     # ESA §7.2 at its scale: the twin only, one switch, 8 workers per job, up to 8 jobs
-    scaled = [s for s in full if s.instruments == ("twin",)]
+    scaled = [s for s in full if s.instruments == ("twin",) and s.comparison == "esa"]
     assert [s.jobs for s in scaled] == [2, 3, 4, 8] and {s.workers for s in scaled} == {8}
     assert {s.topology for s in scaled} == {"single"} and all(s.loss_detection == "dupack" for s in scaled)
+    # ARO's multi-pipeline leaf-spine and InArt's k=6 fat-tree: the twin only
+    assert {(s.comparison, s.topology) for s in full if s.instruments == ("twin",) and s.comparison != "esa"} == {
+        ("aro", "leaf-spine-4pipe"), ("inart", "inart")}
     assert sum(len(s.schemes) for s in quick) < sum(len(s.schemes) for s in full)
     esa = next(s for s in full if s.comparison == "esa" and s.jobs == 3)
     assert len({sp.mb for sp in esa.specs()}) == 3          # jobs of different sizes

@@ -121,3 +121,22 @@ def test_switchml_workers_reuse_a_slot_only_after_its_result() -> None:
     _, rows = _run("switchml", replace(SETTING, schemes=("switchml",)))
     assert all(r["exact"] and r["ps_rx_mb"] == 0 and r["ina_fraction"] == 1.0 and r["worker_resent"] == 0
                for r in rows)
+
+
+def test_aggregation_and_ps_capacities_pace_the_twin() -> None:
+    # InArt's fat-tree: switches aggregate at 9 Mb/s, PSes process 20 Mb/s (links 20 Mb/s)
+    topo = build_topology("inart")
+    specs = [JobSpec(0.25, 1)]
+    jobs = place_jobs(topo, specs, 3, switch_bytes=10**9)   # one ToR's hosts: it aggregates, multicasts
+    from controller.deploy import deploy_jobs
+    from emulation.inprocess import run_jobs
+    from emulation.schemes import plan_scheme
+    fd = deploy_jobs(topo, jobs, plan_scheme("switchml", topo, jobs), total_elements={jobs[0].name: 62500})
+    seconds = {}
+    for capacities in (False, True):
+        res = run_jobs(topo, fd, rounds={1: 1}, bw_scale=1.0, capacities=capacities, until=600,
+                       loss_detection="dupack")[0]
+        assert res.exact
+        seconds[capacities] = res.rounds[0]["seconds"]
+    # three workers' 20 Mb/s streams meet a 9 Mb/s aggregation unit: over 6x slower
+    assert seconds[True] > 5 * seconds[False]
