@@ -79,8 +79,10 @@ class Setting:
 
     def describe(self) -> str:
         sizes = ",".join(f"{m:g}" for m in self.mb[:self.jobs]) if len(self.mb) > 1 else f"{self.mb[0]:g}"
-        fabric = ("one switch, the PSes under a relay switch" if self.topology == "single" else
-                  f"{self.topology} k={self.k}{' all programmable' if self.programmable >= 1 else ''}")
+        fixed = {"single": "one switch, the PSes under a relay switch", "inart": "InArt's k=6 fat-tree (54 hosts)",
+                 "goat-testbed": "GOAT's testbed (Fig. 4)"}
+        fabric = fixed.get(self.topology) or (
+            f"{self.topology} k={self.k}{' all programmable' if self.programmable >= 1 else ''}")
         text = f"{fabric}, {self.jobs} job(s) × {self.workers} workers, {sizes} MB, {self.rounds} rounds, pool {self.pool}"
         if self.switch_mb is not None and self.topology != "single":
             text += f", switch {self.switch_mb:g} MB"
