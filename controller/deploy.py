@@ -690,10 +690,10 @@ def _downstream(topo: Topology, hops: Mapping[str, Mapping[str, str]], s: str, d
 def aggregator_index(job_id: int, node_id: int, submodel_id: int, fragment_id: int, pool_base: int,
                      pool_size: int) -> int:
     """The aggregator the v1model program gives a fragment at a node: ``pool_base`` + CRC-32 of
-    (job id, node id, sub-model, fragment: 16, 16, 16 and 32 bits, big-endian) mod ``pool_size``
+    (job id, node id, fragment, sub-model: 16, 16, 32 and 16 bits, big-endian) mod ``pool_size``
     (p4src/v1model/aggregator.p4)."""
-    key = (job_id.to_bytes(2, "big") + node_id.to_bytes(2, "big") + submodel_id.to_bytes(2, "big")
-           + fragment_id.to_bytes(4, "big"))
+    key = (job_id.to_bytes(2, "big") + node_id.to_bytes(2, "big") + fragment_id.to_bytes(4, "big")
+           + submodel_id.to_bytes(2, "big"))
     return pool_base + zlib.crc32(key) % pool_size
 
 

@@ -130,8 +130,11 @@ control InaAggregator(inout ina_headers_t hdr, inout ina_metadata_t meta) {
             meta.verdict = INA_COMPLETE;          // nothing to wait for at this node
             return;
         }
+        // the sub-model last: a CRC's low bits ignore the low bits of a field 32 bits before the
+        // end, so with it before the fragment id a small pool gave every sub-model's fragment i
+        // the same aggregator (docs/protocol.md, "Aggregator index")
         hash(meta.agg_index, HashAlgorithm.crc32, meta.pool_base,
-             { hdr.ina.job_id, meta.agg_node, hdr.ina.submodel_id, hdr.ina.fragment_id },
+             { hdr.ina.job_id, meta.agg_node, hdr.ina.fragment_id, hdr.ina.submodel_id },
              meta.pool_size);
         lane_base = meta.agg_index * INA_LANES;
         overflow = 0;
