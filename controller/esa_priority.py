@@ -71,9 +71,10 @@ class JobProgress:
         """Record a round from the job's clock: its period is the time since the previous round's
         results (``started_at``, the job's start, for the first), its computation the job's
         expected one (``comp_prior``), its communication the rest. Every worker of a job gets its
-        results at the same moment (multicast) and expects the same computation, so they all
-        record the same values and label their fragments with one priority, the job's (§5.4:
-        each job computes its own), not one skewed by a worker's own jitter."""
+        results at about the same moment (multicast) and expects the same computation, so they
+        record about the same values and label their fragments with one priority, the job's
+        (§5.4: each job computes its own), not one skewed by a worker's own jitter (a worker whose
+        last result came late, through the PS, measures a round a few percent longer)."""
         since = started_at if self.last_finish is None else self.last_finish
         period = max(finished_at - since, MIN_COMPUTE_S)
         comp = max(self.comp_prior, MIN_COMPUTE_S)

@@ -31,9 +31,8 @@ def _leaf_spine_4pipe(k: int, per_edge: int | None, programmable: float, seed: i
 
 
 def _single(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
-    # the hosts beyond 64 (ESA §7.2.1's servers) are the PSes', under a relay switch
-    total = per_edge or k
-    return single_switch(min(total, 64), ps_hosts=max(0, total - 64), seed=seed)
+    # --hosts-per-edge servers under the switch (default 64: ESA §7.2.1), k PSes under a relay switch
+    return single_switch(per_edge or 64, ps_hosts=k, seed=seed)
 
 
 def _goat_testbed(k: int, per_edge: int | None, programmable: float, seed: int) -> Topology:
@@ -51,8 +50,8 @@ TOPOLOGIES: dict[str, tuple[Callable[[int, int | None, float, int], Topology], s
     "leaf-spine": (_leaf_spine, "k spines, k leaves, k hosts per leaf (or --hosts-per-edge)"),
     "leaf-spine-4pipe": (_leaf_spine_4pipe, "leaf-spine with 4 pipelines per switch, the last leaf (the PSes') "
                                             "programmable: ARO §IV-A scaled down"),
-    "single": (_single, "one programmable switch with --hosts-per-edge hosts (else --k); beyond 64, "
-                        "the rest (the PSes') under a relay switch with no aggregators: ESA §7.2"),
+    "single": (_single, "one programmable switch with --hosts-per-edge hosts (default 64), and --k hosts "
+                        "(the PSes') under a relay switch with no aggregators: ESA §7.2"),
     "goat-testbed": (_goat_testbed, "GOAT Fig. 4: S1, S2 with 4 workers each, S3 with the PS (all programmable)"),
     "inart": (_inart, "InArt's emulation: k=6 fat-tree, 54 hosts, every switch programmable"),
 }

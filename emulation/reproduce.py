@@ -124,9 +124,16 @@ def settings(quick: bool = False) -> list[Setting]:
     # 64 aggregators: the paper's 5 MB against 8 jobs' 1 MB windows is 5/8 of what 8 jobs' windows
     # (10 fragments each) hold. The PSes sit under a relay switch (controller.topologies.single_switch)
     esa += [Setting(f"§7.2, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=8, mb=(1.0, 0.5), rounds=3, pool=64,
-                    switch_mb=1000.0, topology="single", hosts_per_edge=72, programmable=1.0, compute=(0.2, 0.4),
+                    switch_mb=1000.0, topology="single", hosts_per_edge=64, k=8, programmable=1.0, compute=(0.2, 0.4),
                     jitter=0.1, link_mbps=20.0, loss_detection="dupack", instruments=("twin",))
             for n in ((3,) if quick else (2, 3, 4, 8))]
+    # the same at a size both instruments run (one p4sim switch carries every worker's stream):
+    # 4 workers per job on 16 servers, models 5x smaller, links at 2 Mb/s, computation and
+    # jitter scaled with the links (the same comm/comp ratios)
+    esa += [Setting(f"§7.2 on 16 servers, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.2, 0.1), rounds=3,
+                    pool=64, switch_mb=1000.0, topology="single", hosts_per_edge=16, k=4, programmable=1.0,
+                    compute=(0.4, 0.8), jitter=0.1, link_mbps=2.0, loss_detection="dupack")
+            for n in ((3,) if quick else (3, 4))]
     goat = [Setting("GOAT fat-tree", "goat", ("goat", "atp"), jobs=1, workers=6, mb=(0.5,), rounds=rounds,
                     pool=256)]
     if not quick:
@@ -555,6 +562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "(ESA 3: its priorities follow the rounds left), 1 run")
     ap.add_argument("--runs", type=int, default=None, help="repetitions of every setting (default 2; --quick 1)")
     ap.add_argument("--only", default="", help="comma list of comparisons to run: esa, goat, aro, inart (default all)")
+    ap.add_argument("--match", default="", metavar="TEXT",
+                    help="only the settings whose name contains TEXT (e.g. '16 servers')")
     ap.add_argument("--link-mbps", default="auto", metavar="MBPS|auto",
                     help="link rate of every setting (default auto: a probe per setting)")
     ap.add_argument("--instrument", choices=INSTRUMENTS, default="emulation",
@@ -573,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = args.runs or (1 if args.quick else 2)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     chosen = [s for s in settings(args.quick) if (not only or s.comparison in only)
-              and args.instrument in s.instruments]
+              and args.instrument in s.instruments and args.match in s.name]
     if only - {s.comparison for s in settings()}:
         ap.error(f"--only: unknown comparison(s) {', '.join(sorted(only - set(TITLES)))}; choose from esa, goat, aro, inart")
     if runs < 1:

@@ -43,6 +43,8 @@ class EvictionLog:
     rows: list[tuple] = field(default_factory=list)
 
     def observe(self, t: float, switch: str, frame: bytes, sent: list[bytes]) -> None:
+        if len(frame) > _FLAGS_AT and frame[_FLAGS_AT] & _PREEMPTED:
+            return                      # a swapped-out partial passing another switch on its way
         for out in sent:
             if len(out) > _FLAGS_AT and out[_FLAGS_AT] & _PREEMPTED and not out[_FLAGS_AT] & _REMINDER:
                 try:

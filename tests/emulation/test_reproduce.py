@@ -33,7 +33,7 @@ ROWS = (
 def test_settings_scale_and_quick_is_smaller():
     full, quick = settings(), settings(quick=True)
     assert {s.comparison for s in full} == {"esa", "goat", "aro", "inart"}
-    assert [s.jobs for s in full if s.comparison == "esa" and "emulation" in s.instruments] == [2, 3, 4]
+    assert [s.jobs for s in full if s.comparison == "esa" and "emulation" in s.instruments] == [2, 3, 4, 3, 4]
     # ESA §7.2 at its scale: the twin only, one switch, 8 workers per job, up to 8 jobs
     scaled = [s for s in full if s.instruments == ("twin",) and s.comparison == "esa"]
     assert [s.jobs for s in scaled] == [2, 3, 4, 8] and {s.workers for s in scaled} == {8}
