@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cbuild import BuildCache, BuildError
+from hostlib.drivers import udp_socket
 from hostlib.native.constants import header
 from hostlib.native.library import cache as native_cache
 from hostlib.native.udp import loopback_gso
@@ -94,15 +95,7 @@ class Reflector:
         self.gso = loopback_gso(ip) if gso is None else gso
         self._workers = (ctypes.c_uint32 * len(worker_ips))(
             *(int.from_bytes(socket.inet_aton(w), "little") for w in worker_ips))   # network order in memory
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-            try:
-                # every worker's window lands at once; the kernel caps this at net.core.[rw]mem_max
-                self.sock.setsockopt(socket.SOL_SOCKET, opt, buffer_bytes)
-            except OSError:
-                pass
-        self.sock.bind((ip, INA_UDP_PORT))
-        self.sock.setblocking(False)
+        self.sock = udp_socket(ip, INA_UDP_PORT, buffer_bytes)
         self.stats = ReflectorStats()
         self._stop = ctypes.c_int32(0)
         self._thread: threading.Thread | None = None

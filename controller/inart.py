@@ -630,30 +630,26 @@ def solve_inart(topology: Topology, job: Job, *, seed: int = 0, variant: Variant
     active = [s for s in inst.ps if split[s] > _EPS]
     rng = np.random.default_rng(seed)
     best: tuple[float, _Rounded, dict[str, float], str] | None = None
-    for _ in range(rounds):
-        rd = _round(inst, rel, active, rng)
+    def evaluate(rd: _Rounded, given: dict[str, float]) -> tuple[float, dict[str, float], str]:
+        """A rounding's rate, split (R-InArt re-splits over the PSes) and bottleneck."""
         cnt = _flow_counts(inst, rd)
         if variant == "r-inart":
             f, sp = _resplit(inst, cnt, active)
             sp = {s: sp.get(s, 0.0) for s in inst.ps}
-            _, where = _rate_fixed(inst, cnt, sp)
-        else:
-            sp = split
-            f, where = _rate_fixed(inst, cnt, sp)
+            return f, sp, _rate_fixed(inst, cnt, sp)[1]
+        f, where = _rate_fixed(inst, cnt, given)
+        return f, given, where
+
+    for _ in range(rounds):
+        rd = _round(inst, rel, active, rng)
+        f, sp, where = evaluate(rd, split)
         if best is None or f > best[0] + 1e-12:
             best = (f, rd, sp, where)
     assert best is not None
     if improve:
         f0, rd0, sp0, _ = best
         rd = _improve(inst, rd0, sp0, active)
-        cnt = _flow_counts(inst, rd)
-        if variant == "r-inart":
-            f, sp = _resplit(inst, cnt, active)
-            sp = {s: sp.get(s, 0.0) for s in inst.ps}
-            _, where = _rate_fixed(inst, cnt, sp)
-        else:
-            sp = sp0
-            f, where = _rate_fixed(inst, cnt, sp)
+        f, sp, where = evaluate(rd, sp0)
         extra["rounded_rate"] = f0
         if f > f0 + 1e-12:
             best = (f, rd, sp, where)

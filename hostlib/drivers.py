@@ -188,6 +188,21 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
     return report
 
 
+def udp_socket(ip: str, port: int, buffer_bytes: int) -> socket.socket:
+    """A non-blocking UDP socket bound to ``ip``:``port`` with ``buffer_bytes`` of send and
+    receive buffer (a window of fragments from every worker can land at once; the kernel caps
+    it at net.core.[rw]mem_max)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, opt, buffer_bytes)
+        except OSError:
+            pass
+    sock.bind((ip, port))
+    sock.setblocking(False)
+    return sock
+
+
 # ---------------------------------------------------------------------- many datagrams per call
 class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
@@ -350,16 +365,7 @@ class UdpTransport:
         # only the C loop splits): its ring state lives in _rings until close.
         self.native = native
         self._rings: native_datapath.SocketRings | None = None
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-            try:
-                # a window of fragments from every worker can land at once; the kernel caps this
-                # at net.core.[rw]mem_max
-                self.sock.setsockopt(socket.SOL_SOCKET, opt, buffer_bytes)
-            except OSError:
-                pass
-        self.sock.bind((ip, port))
-        self.sock.setblocking(False)
+        self.sock = udp_socket(ip, port, buffer_bytes)
         self.send_dropped = 0            # datagrams the full socket buffer did not take
         self._payload_len = HEADER_LEN + 4 * lanes
         # datagrams longer than an INA payload are cut here: only the first _payload_len bytes
