@@ -120,12 +120,14 @@ def settings(quick: bool = False) -> list[Setting]:
     # ESA §7.2.1 at its scale on the twin: one switch, 8 workers per job, DNN A (communication-heavy:
     # comm/comp 2) and B (computation-heavy: 1/2) alternating; 100 Gb/s scaled to 20 Mb/s and the
     # models 16x down (A 1 MB, B 0.5 MB: 16 and 8 MB in the paper), computation in the paper's
-    # ratios to communication; jitter about one partition's communication (§7.2.1: U(0, 300 µs));
-    # 64 aggregators: the paper's 5 MB against 8 jobs' 1 MB windows is 5/8 of what 8 jobs' windows
-    # (10 fragments each) hold. The PSes sit under a relay switch (controller.topologies.single_switch)
-    esa += [Setting(f"§7.2, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=8, mb=(1.0, 0.5), rounds=3, pool=64,
+    # ratios to communication; jitter about one partition's communication (§7.2.1: U(0, 300 µs)).
+    # Memory as scarce as the paper's: its windows are the bandwidth-delay product (1 MB at 100
+    # Gb/s, §2.2), here 3 fragments (a fragment takes 0.12 ms on a 20 Mb/s link, a round trip
+    # through the switch about 0.3 ms), and its 5 MB is 5/8 of 8 jobs' windows: 15 aggregators,
+    # 16 here. The PSes sit under a relay switch (controller.topologies.single_switch)
+    esa += [Setting(f"§7.2, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=8, mb=(1.0, 0.5), rounds=3, pool=16,
                     switch_mb=1000.0, topology="single", hosts_per_edge=64, k=8, programmable=1.0, compute=(0.2, 0.4),
-                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", instruments=("twin",))
+                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", window=3, instruments=("twin",))
             for n in ((3,) if quick else (2, 3, 4, 8))]
     # the same at a size both instruments run (one p4sim switch carries every worker's stream):
     # 4 workers per job on 16 servers, models 5x smaller, links at 2 Mb/s, computation and
