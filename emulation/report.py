@@ -50,11 +50,11 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
             "ps_rx_packets": res.ps["rx_packets"], "ps_rx_bytes": res.ps["rx_bytes"],
             "ps_rx_mb": round(res.ps["rx_bytes"] / 1e6, 3),
             "ina_fraction": round(ina_fraction(res.ps["received"], frags), 4),
-            # aggregation tasks (fragment × round) a switch finished (the PS completing it from
-            # pieces counts against it, a switch's complete aggregate it only passes on does not):
-            # unlike ina_fraction, a partial ESA swapped out to the PS counts as the PS's
-            "switch_completed": round(1.0 - (res.ps.get("completed", 0) - res.ps["received"].get("switch_result", 0))
-                                      / (frags / len(res.workers)), 4) if frags and res.workers else "",
+            # aggregation tasks (fragment × round) whose result a switch multicast without the PS:
+            # unlike ina_fraction, a partial swapped out to the PS (ESA) makes its task the PS's;
+            # ATP's results all pass its PS, by design
+            "switch_results": round(1.0 - res.ps.get("completed", 0) / (frags / len(res.workers)), 4)
+            if frags and res.workers else "",
             "preemptions": res.ps["received"].get("preempted", 0),
             "switch_tx_packets": res.switch_tx,
             "worker_fragments": frags,
@@ -94,7 +94,7 @@ def write_rounds(runs: list[SchemeRun], out: Path) -> None:
 
 SUMMARY_COLUMNS = ["scheme", "job", "mb", "rounds", "jct_s", "mean_round_s", "ideal_round_s", "ratio_to_ideal",
                    "busiest_link", "ratio_to_host_link", "link_busy", "pace", "exact", "ps_rx_mb", "ina_fraction",
-                   "switch_completed", "preemptions", "worker_resent", "dropped", "resends_per_drop", "ina_switches"]
+                   "switch_results", "preemptions", "worker_resent", "dropped", "resends_per_drop", "ina_switches"]
 
 
 def add_x_lossless(rows: list[dict[str, Any]]) -> None:
@@ -139,9 +139,9 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
               "the switch interfaces, and the share of that time it was busy; pace: links if that share was at least "
               f"{BUSY_LINK_BOUND:.0%}, else CPU (the machine, not the links, set the round times); exact: every worker, every round; ps_rx: what "
               "reached the job's PS (bytes with Ethernet/IPv4/UDP headers); ina_fraction: share of the workers' "
-              "fragments that switches aggregated (not received plain by the PS); switch_completed: share of the "
-              "aggregation tasks (fragment × round) a switch completed, a partial swapped out to the PS counting as "
-              "the PS's; preemptions: partials the "
+              "fragments that switches aggregated (not received plain by the PS); switch_results: share of the "
+              "aggregation tasks (fragment × round) whose result a switch multicast without the PS (a partial "
+              "swapped out to the PS makes its task the PS's; ATP's results all pass its PS); preemptions: partials the "
               "PS received because ESA swapped them out; worker_resent: fragments the job's workers resent; dropped: "
               "frames the switches' loss impairment (--loss) dropped over the whole net, every job and frame kind; "
               "resends_per_drop: worker_resent / dropped"

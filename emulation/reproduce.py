@@ -331,10 +331,10 @@ def esa_reason(rows: Sequence[Mapping[str, Any]], setting: str, base: str) -> st
     parts.append(f"PS ingress per job ESA {total('esa', 'ps_rx_mb'):.2f} MB vs {base} {total(base, 'ps_rx_mb'):.2f} MB; "
                  f"in-network fraction ESA {value(rows, setting, 'esa', 'ina_fraction'):.2f} vs {base} "
                  f"{value(rows, setting, base, 'ina_fraction'):.2f}"
-                 + (f"; tasks a switch completed (evicted partials counted as the PS's) ESA "
-                    f"{value(rows, setting, 'esa', 'switch_completed'):.2f} vs {base} "
-                    f"{value(rows, setting, base, 'switch_completed'):.2f}"
-                    if all("switch_completed" in r for r in rows) else ""))
+                 + (f"; tasks whose result a switch multicast without the PS (evicted partials count as "
+                    f"the PS's) ESA {value(rows, setting, 'esa', 'switch_results'):.2f} vs {base} "
+                    f"{value(rows, setting, base, 'switch_results'):.2f}"
+                    if all("switch_results" in r for r in rows) else ""))
     parts.append(f"ESA swapped out {value(rows, setting, 'esa', 'preemptions'):.0f} partials per job (each then "
                  f"completed at the PS); worker resends per job ESA {value(rows, setting, 'esa', 'worker_resent'):.0f} "
                  f"vs {base} {value(rows, setting, base, 'worker_resent'):.0f}")

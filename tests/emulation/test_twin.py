@@ -62,7 +62,7 @@ def test_workers_compute_before_every_round_and_esa_labels_are_the_jobs() -> Non
     run, rows = _run("esa")
     assert all(r["exact"] for r in rows) and len(rows) == 3
     # a partial swapped out to the PS is the PS's task, though the switch held it for a while
-    assert all(0 < r["switch_completed"] < r["ina_fraction"] for r in rows)
+    assert all(0 < r["switch_results"] < r["ina_fraction"] for r in rows)
     # the eviction log sees every partial the PSes got swapped out, and who took its aggregator
     assert all(r["evicted"] == r["preemptions"] > 0 and 0 < r["victim_share"] < 1 for r in rows)
     assert sum(r["evicted"] for r in rows) == sum(r["evictions_caused"] for r in rows)
