@@ -249,14 +249,17 @@ def build_task_graph(topology: Topology, task: Task, *, tier: Mapping[str, int],
             raise ModelError(f"task {task.name}: worker {w} cannot reach PS {ps}")
         d0 = min(dist[v] for v in first)
         phys_succ[w] = {v for v in first if dist[v] == d0}
-        stack = [v for v in phys_succ[w] if v not in seen]
+        # sorted: the graph's node order becomes the model's variable order, and a MILP with
+        # several optima returns the one that order favours — a set's order (string hashing,
+        # per process) made ARO's plan differ from run to run
+        stack = [v for v in sorted(phys_succ[w]) if v not in seen]
         seen.update(stack)
         while stack:
             u = stack.pop()
             nxt = {v for v in topology.neighbors(u) if v in dist and dist[v] == dist[u] - 1
                    and (nodes[v].kind == "switch" or v == ps)}
             phys_succ[u] = nxt
-            for v in nxt:
+            for v in sorted(nxt):
                 if v != ps and v not in seen:
                     seen.add(v)
                     stack.append(v)
