@@ -66,12 +66,12 @@ def test_training_through_lossy_switches_matches_gloo(tmp_path: Path) -> None:
 
 def test_two_jobs_train_at_once_sharing_a_small_pool(tmp_path: Path) -> None:
     """Two jobs (an MLP and a CNN, 2 workers each) train at the same time through the same
-    switches under ESA with 16 aggregators per switch: their fragments compete for the
+    switches under ESA with 4 aggregators per switch: their fragments compete for the
     aggregators (preemption and collisions), and every step of each job still gets the exact
     mean (within the rounding bound of gloo's) and the same loss on both ranks."""
     models = [ModelSpec("mlp"), ModelSpec("cnn")]
     topo, jobs = setup(2, models=models, k=2, hosts_per_edge=3, programmable=1.0)
-    fd = plan_and_deploy(topo, jobs, "esa", models, pool_size=16)
+    fd = plan_and_deploy(topo, jobs, "esa", models, pool_size=4)
     with running_net(topo, tmp_path / "logs") as net:
         assert install(net, fd.ops) > 0
         res = run_jobs(net, fd.jobs, [ina_job(d) for d in fd.jobs], "ina", tmp_path / "runs", steps=STEPS,
