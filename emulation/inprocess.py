@@ -111,9 +111,15 @@ class _TrainingWorker:
         self.finished: list[float] = []
         self.pushed_at: list[float] = []         # when each round's first copies went out
         self.computed: list[float] = []          # each round's computation before it (s)
+        self._agent: Worker | WorkerGroup = self._agent_of(self.parts)
+
+    @staticmethod
+    def _agent_of(parts: Sequence[_Part]) -> Worker | WorkerGroup:
+        return parts[0].worker if len(parts) == 1 else WorkerGroup([p.worker for p in parts])
 
     def add(self, part: _Part) -> None:
         self.parts.append(part)
+        self._agent = self._agent_of(self.parts)
 
     def _compute(self, now: float) -> list[bytes]:
         first = self.parts[0]
@@ -152,19 +158,14 @@ class _TrainingWorker:
                 out = out + self._compute(now)
         return out
 
-    def _live(self) -> list[Worker]:
-        return [p.worker for p in self.parts if p.worker.round >= 0]
-
+    # the parts push their rounds together: before the first, no Worker has anything to answer
     def on_frame(self, frame: bytes, now: float) -> list[bytes]:
-        live = self._live()
-        if len(live) == 1:
-            return self._advance(live[0].on_frame(frame, now), now)
-        return self._advance(WorkerGroup(live).on_frame(frame, now) if live else [], now)
+        return self._advance(self._agent.on_frame(frame, now) if self.pushed_at else [], now)
 
     def on_timer(self, now: float) -> list[bytes]:
         if not self.started:
             return self.start(now)
-        out = [f for w in self._live() for f in w.on_timer(now)]
+        out = self._agent.on_timer(now) if self.pushed_at else []
         if self.resume_at is not None and now >= self.resume_at:
             out = out + self._push(now)
         return self._advance(out, now)
@@ -172,10 +173,10 @@ class _TrainingWorker:
     def next_deadline(self) -> float | None:
         if not self.started:
             return self.start_at
-        ds = [d for w in self._live() if (d := w.next_deadline()) is not None]
+        d = self._agent.next_deadline() if self.pushed_at else None
         if self.resume_at is not None:
-            ds.append(self.resume_at)
-        return min(ds, default=None)
+            d = self.resume_at if d is None else min(d, self.resume_at)
+        return d
 
     def report(self, part: _Part, wants: Sequence[np.ndarray], lanes: int) -> dict[str, Any]:
         """What a Mininet worker agent reports for ``part`` (emulation.agents.run_worker), on the
@@ -297,6 +298,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
         mine = []
         running = set(range(len(dep.workers)) if members is None or dep.job_id not in members
                       else members[dep.job_id])
+        pools = slot_pools(dep)
+        slot_of = None if pools is None else slot_function(dep.job_id, pools)
         for i, w in enumerate(dep.workers):
             if i not in running:
                 continue
@@ -305,10 +308,9 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
                     p.worker.job_id % PART_JOB_ID_STRIDE == dep.job_id % PART_JOB_ID_STRIDE for p in host.parts)):
                 raise ValueError(f"host {w} runs two agents (jobs must use distinct hosts)")
             # the v1model program's nodes keep their results (rule 8): more tries at the node
-            pools = slot_pools(dep)
             wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
                         window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT, loss_detection=loss_detection,
-                        slot_of=None if pools is None else slot_function(dep.job_id, pools))
+                        slot_of=slot_of)
             inputs = (esa or {}).get(dep.job_id)
             progress = None if not inputs else JobProgress(
                 comm_prior=float(inputs["comm_prior"]), comp_prior=float(inputs["comp_prior"]),

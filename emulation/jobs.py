@@ -113,6 +113,8 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
         joined = (participants or {}).get(dep.job_id)
         if joined is not None:
             ps["jobs"][str(dep.job_id)]["participants"] = {str(r): ids for r, ids in enumerate(joined)}
+        pools = slot_pools(dep) if slots else None
+        slot_cfg = None if pools is None else {str(n): list(p) for n, p in pools.items()}
         for i, w in enumerate(dep.workers):
             part = dict(job_id=dep.job_id, worker_id=i, ps_ip=a[dep.ps].ip,
                         labels=[[l.node_id, l.fan_in, l.priority] for l in dep.labels[w]],
@@ -122,8 +124,7 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                         [list(row) for row in round_fan_ins(dep, w, joined)],
                         esa=(esa or {}).get(dep.job_id),
                         # SwitchML's hosts reuse a slot only after its result (v1model's hash)
-                        slot_pools=None if (pools := slot_pools(dep)) is None or not slots else
-                        {str(n): list(p) for n, p in pools.items()})
+                        slot_pools=slot_cfg)
             host = dict(common, host=w, ip=a[w].ip, mac=a[w].mac, window=window, rounds=rounds[dep.job_id],
                         start_delay=starts.get(dep.job_id, 0.0), participants=joined, parts=[part],
                         compute=(compute or {}).get(dep.job_id, 0.0), jitter=jitter)
