@@ -18,27 +18,7 @@
  * Batches: recvmmsg in, sendmmsg out; with gso (loopback only, as hostlib's native path) the
  * socket reads UDP_GRO-coalesced datagrams and sends each worker's results as UDP_SEGMENT
  * batches — on the wire of lo every segment is still one datagram. */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/udp.h>
-#include <poll.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-
-#include "constants.h"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-#ifndef SOL_UDP
-#define SOL_UDP 17
-#endif
+#include "inahost.h"     /* hostlib's C prelude: headers, UDP GSO/GRO constants, byte order */
 
 #define MAX_SUBS 256          /* sub-model ids the reflector keeps aggregators for */
 #define RX_SLOTS 64           /* recvmmsg slots (each up to 64 KiB with GRO) */
@@ -54,13 +34,13 @@ typedef struct {
 typedef struct {
     uint32_t round, bitmap;
     int32_t count, kept, overflow, used;
-} Slot;
+} Agg;
 
 typedef struct {
     int64_t lanes, need, fan_in, nworkers, gso;
     int fd;
     struct sockaddr_in *workers;
-    Slot *slots[MAX_SUBS];
+    Agg *slots[MAX_SUBS];
     int32_t *sums[MAX_SUBS];
     int64_t cap[MAX_SUBS];
     /* output of one receive batch: payloads, and per message an address and iovecs */
@@ -74,29 +54,26 @@ typedef struct {
     Stats *st;
 } R;
 
-static inline uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
 
 /* the aggregator of (sub, frag), the arrays grown to hold it; NULL without memory */
-static Slot *slot_of(R *r, int64_t sub, int64_t frag) {
+static Agg *slot_of(R *r, int64_t sub, int64_t frag) {
     if (frag >= r->cap[sub]) {
         int64_t cap = r->cap[sub] ? r->cap[sub] : 1024;
         while (cap <= frag) cap *= 2;
-        Slot *s = realloc(r->slots[sub], cap * sizeof(Slot));
+        Agg *s = realloc(r->slots[sub], cap * sizeof(Agg));
         if (!s) return NULL;
         r->slots[sub] = s;
         int32_t *m = realloc(r->sums[sub], cap * r->lanes * sizeof(int32_t));
         if (!m) return NULL;
         r->sums[sub] = m;
-        memset(s + r->cap[sub], 0, (cap - r->cap[sub]) * sizeof(Slot));
+        memset(s + r->cap[sub], 0, (cap - r->cap[sub]) * sizeof(Agg));
         r->cap[sub] = cap;
     }
     return &r->slots[sub][frag];
 }
 
 /* a result payload in the output buffer: the header of p with the aggregator's fields */
-static uint8_t *emit_result(R *r, const uint8_t *p, const Slot *s, const int32_t *sum, int extra_flags) {
+static uint8_t *emit_result(R *r, const uint8_t *p, const Agg *s, const int32_t *sum, int extra_flags) {
     uint8_t *o = r->tx + r->tx_n * r->need;
     r->tx_n++;
     memcpy(o, p, HDR);
@@ -160,7 +137,7 @@ static void on_payload(R *r, const uint8_t *p, int64_t len, const struct sockadd
     st->fragments++;
     int64_t sub = be16(p + 6), frag = be32(p + 8);
     uint32_t round = be32(p + 20), bitmap = be32(p + 16);
-    Slot *s = sub < MAX_SUBS ? slot_of(r, sub, frag) : NULL;
+    Agg *s = sub < MAX_SUBS ? slot_of(r, sub, frag) : NULL;
     if (!s) { st->ignored++; return; }
     int32_t *sum = r->sums[sub] + frag * r->lanes;
     if (s->used && round != s->round) {

@@ -33,6 +33,7 @@ from hostlib.native.udp import loopback_gso
 from hostlib.protocol import DEFAULT_LANES, INA_UDP_PORT
 
 SOURCE = Path(__file__).with_name("reflector.c")
+NATIVE = Path(__file__).resolve().parent.parent / "hostlib" / "native"     # hostlib's C sources
 CFLAGS = ["-O3", "-shared", "-fPIC", "-Wall"]
 PREFIX = "inareflect"
 
@@ -64,7 +65,8 @@ def build() -> Path:
     base = native_cache()
     cache = BuildCache(base.directory, PREFIX, base.limit_bytes)
     try:
-        return cache.build({"reflector.c": SOURCE.read_text(), "constants.h": header()}, CFLAGS,
+        return cache.build({"reflector.c": SOURCE.read_text(), "constants.h": header(),
+                            "inahost.h": (NATIVE / "inahost.h").read_text()}, CFLAGS,
                            what="the reflector").path
     except BuildError as e:
         raise ReflectorUnavailable(str(e)) from None
