@@ -66,7 +66,7 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
             "ps_results_sent": res.ps["results_sent"],
             "ina_switches": " ".join(f"{n}:{dep.levels[n]}" for n in dep.ina_switches),
             # the twin's eviction log (ESA): emulation.twin.EvictionLog
-            **{k: v for k, v in res.extra.get("evictions", {}).items()},
+            **res.extra.get("evictions", {}),
             "table_entries": run.entries,
         })
     return rows

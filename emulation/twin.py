@@ -12,8 +12,9 @@ its bytes at its rate.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from controller.model import Job, Topology
 from hostlib.protocol import ETH_IP_UDP_LEN, Flags, ProtocolError, frame_fields
@@ -32,15 +33,26 @@ _FLAGS_AT = ETH_IP_UDP_LEN + 1                  # the INA header's flags byte in
 _PREEMPTED, _REMINDER = int(Flags.PREEMPTED), int(Flags.REMINDER)
 
 
+class Eviction(NamedTuple):
+    """One partial ESA's packet swapping took out of an aggregator."""
+    time: float
+    switch: str
+    evictor_job: int
+    evictor_priority: int
+    victim_job: int
+    victim_task: tuple[int, int, int]      # (sub-model, fragment, round)
+    victim_count: int                      # contributions the victim held
+    victim_fan_in: int
+    victim_priority: int
+
+
 @dataclass
 class EvictionLog:
     """Who evicted whom on the twin's switches (ESA's packet swapping): a frame a switch sends on
     flagged ``PREEMPTED`` without ``REMINDER`` (a reminder's drain evicts nobody) is the victim's
-    partial, the frame the switch was processing its evictor. Per eviction: (time, switch,
-    evictor job, its priority, victim job, victim task (sub-model, fragment, round), the
-    contributions the victim held, its fan-in, its priority)."""
+    partial, the frame the switch was processing its evictor."""
     lanes: int = 64
-    rows: list[tuple] = field(default_factory=list)
+    rows: list[Eviction] = field(default_factory=list)
 
     def observe(self, t: float, switch: str, frame: bytes, sent: list[bytes]) -> None:
         if len(frame) > _FLAGS_AT and frame[_FLAGS_AT] & _PREEMPTED:
@@ -51,24 +63,24 @@ class EvictionLog:
                     v, e = frame_fields(out, self.lanes), frame_fields(frame, self.lanes)
                 except ProtocolError:
                     continue
-                self.rows.append((t, switch, e[1], e[8], v[1], (v[3], v[4], v[10]), v[7], v[6], v[8]))
+                # frame_fields: flags, job, node, sub-model, fragment, worker, fan-in, count, priority, bitmap, round
+                self.rows.append(Eviction(t, switch, e[1], e[8], v[1], (v[3], v[4], v[10]), v[7], v[6], v[8]))
 
     def per_job(self) -> dict[int, dict[str, Any]]:
         """job → evictions it suffered and caused, the mean share of its fan-in a victim partial
         held, tasks of it evicted more than once (a task that took an aggregator back and lost
         it again), and the jobs it swapped aggregators with both ways (ping-pong)."""
+        pairs = {(r.evictor_job, r.victim_job) for r in self.rows}
+        times = Counter((r.victim_job, r.victim_task) for r in self.rows)
         out: dict[int, dict[str, Any]] = {}
-        pairs = {(r[2], r[4]) for r in self.rows}
-        seen: dict[tuple, int] = {}
-        for r in self.rows:
-            seen[(r[4], r[5])] = seen.get((r[4], r[5]), 0) + 1
-        for job in {r[4] for r in self.rows} | {r[2] for r in self.rows}:
-            mine = [r for r in self.rows if r[4] == job]
-            out[job] = {"evicted": len(mine), "evictions_caused": sum(1 for r in self.rows if r[2] == job),
-                        "victim_share": round(sum(r[6] / max(1, r[7]) for r in mine) / len(mine), 3) if mine else "",
-                        "evicted_again": sum(n - 1 for (j, _), n in seen.items() if j == job and n > 1),
+        for job in {j for pair in pairs for j in pair}:
+            mine = [r for r in self.rows if r.victim_job == job]
+            out[job] = {"evicted": len(mine), "evictions_caused": sum(1 for r in self.rows if r.evictor_job == job),
+                        "victim_share": round(sum(r.victim_count / max(1, r.victim_fan_in) for r in mine) / len(mine), 3)
+                        if mine else "",
+                        "evicted_again": sum(n - 1 for (j, _), n in times.items() if j == job),
                         "ping_pong_with": " ".join(str(o) for o in sorted(
-                            o for o in {a for a, b in pairs if b == job} if o != job and (job, o) in pairs))}
+                            a for a, b in pairs if b == job and a != job and (job, a) in pairs))}
         return out
 
 
@@ -125,4 +137,4 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
                      dropped=report.lost if report else None, loss=loss)
 
 
-__all__ = ["run_scheme_twin", "EvictionLog", "MAX_EVENTS"]
+__all__ = ["run_scheme_twin", "Eviction", "EvictionLog", "MAX_EVENTS"]
