@@ -36,7 +36,10 @@ def test_settings_scale_and_quick_is_smaller():
     assert [s.jobs for s in full if s.comparison == "esa" and "emulation" in s.instruments] == [2, 3, 4, 3, 4]
     # ESA §7.2 at its scale: the twin only, one switch, 8 workers per job, up to 8 jobs
     scaled = [s for s in full if s.instruments == ("twin",) and s.comparison == "esa"]
-    assert [s.jobs for s in scaled] == [2, 3, 4, 8] and {s.workers for s in scaled} == {8}
+    assert {s.workers for s in scaled if s.name.startswith("§7.2, ")} == {8}
+    assert [s.jobs for s in scaled] == [2, 3, 4, 8, 3, 4, 3, 4]
+    # and with memory below the contending jobs' round trips, as §7.2's is at 8 jobs
+    assert [s.pool for s in scaled] == [16, 16, 16, 16, 8, 8, 8, 8] and "BDPs" in scaled[-1].name
     assert {s.topology for s in scaled} == {"single"} and all(s.loss_detection == "dupack" for s in scaled)
     # ARO's multi-pipeline leaf-spine and InArt's k=6 fat-tree: the twin only
     assert {(s.comparison, s.topology) for s in full if s.instruments == ("twin",) and s.comparison != "esa"} == {
@@ -85,6 +88,18 @@ def test_esa_reason_names_a_link_that_did_not_pace_the_run_and_preemptions_per_t
     busy = [{**r, "busy_share": 0.96} for r in rows]
     assert "the links, not aggregator memory, set the pace" in next(
         c for c in claims(busy, {}) if c.claim.startswith("ESA avg JCT better than ATP")).reason
+
+
+def test_esa_reason_says_when_the_baseline_leaves_no_room_for_the_target():
+    """SwitchML at 1.05x the least JCT any scheme could reach: a 1.2x gain cannot appear."""
+    rows = ([_row("esa", "3 jobs", "esa", j, 0, jct_s=4.1, jct_floor_s=4.0) for j in (1, 2, 3)]
+            + [_row("esa", "3 jobs", "switchml", j, 0, jct_s=4.2, jct_floor_s=4.0) for j in (1, 2, 3)]
+            + [_row("esa", "3 jobs", "atp", j, 0, jct_s=6.0, jct_floor_s=4.0) for j in (1, 2, 3)])
+    found = {c.claim.split(" (")[0]: c for c in claims(rows, {})}
+    sml = found["ESA avg JCT better than SwitchML"]
+    assert sml.agrees == "direction only"
+    assert "below 4.00 s here" in sml.reason and "1.05x that, so no scheme can be 1.2x faster" in sml.reason
+    assert found["ESA avg JCT better than ATP"].agrees == "yes" and not found["ESA avg JCT better than ATP"].reason
 
 
 def test_esa_setting_is_memory_bound_with_computing_workers():
