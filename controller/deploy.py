@@ -38,8 +38,11 @@ What gets installed for a job with a single PS:
   misses the node, ``ina_route`` entries matching (job, node, flags = REMINDER, ingress port)
   pin the reminder along a shortest path PS → node. The ingress port keeps the pin from
   catching the reminder again on its way on from the node. A ``to_multicast`` node also gets
-  the same pins for ``RELAY``; the one whose relays cross the fewest links multicasts the
-  PS's results (``JobConfig.result_via``). ``JobConfig.node_workers`` tells the PS whose
+  the same pins for ``RELAY``; the one whose busiest link carries the fewest copies of a
+  relayed result, then whose relays cross the fewest links, multicasts the PS's results
+  (``JobConfig.result_via``). A plan without such a node gets a relay node on a programmable
+  switch, one the job aggregates at too (a node of its own there, past the switch's pipes'
+  ids), except for ATP, whose held aggregators need a relay that aggregates nothing. ``JobConfig.node_workers`` tells the PS whose
   contributions each node can hold (a worker's first node and the levels after it), so it
   reminds only nodes that can hold one it lacks.
 """
@@ -58,6 +61,7 @@ from .model import Job, Plan, SubModel, Topology, submodel_key, task_key
 DEFAULT_POOL = 16384            # aggregators per node: INA_POOL_SIZE of p4src/v1model/ina.p4
 PIPE_NODE_STRIDE = 4096         # node id of pipe p of a multi-pipeline switch: its id + p × this
 PIPE_SEP = ".pipe"              # an aggregation unit on a multi-pipeline switch: "<switch>.pipe<p>"
+RELAY_SUFFIX = ".relay"         # a relay unit on a switch whose unit there aggregates for the job
 
 
 def ingress_unit(topo: Topology, switch: str, prev: str) -> tuple[str, int]:
@@ -354,7 +358,7 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     addr = host_addresses(topo)
     hops = next_hops(topo)
     sid = {s: node_base + topo.nodes[s].switch_id for s in topo.switches()}
-    top_pipe = max(topo.nodes[s].pipelines for s in topo.switches()) - 1
+    top_pipe = max(topo.nodes[s].pipelines for s in topo.switches())      # a relay unit's id is past the pipes
     if node_base + max(topo.nodes[s].switch_id for s in topo.switches()) + PIPE_NODE_STRIDE * top_pipe > 0xFFFF:
         raise ValueError(f"job {job.name}: node ids from base {node_base} do not fit 16 bits")
     pool_of = lambda n: (pools or {}).get(n, (0, pool_size))          # noqa: E731
@@ -378,7 +382,11 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
         y, fan, levels, tree_pins, units = _routing_levels(topo, job, plan, hops, len(subs))
         fan2 = {}
     sw = lambda n: units.get(n, (n, 0))[0]                    # noqa: E731  unit → its switch
-    uid = lambda n: sid[sw(n)] + PIPE_NODE_STRIDE * units.get(n, (n, 0))[1]   # noqa: E731  unit → node id
+    relay_ids: dict[str, int] = {}                            # a relay unit beside the job's own: its id
+
+    def uid(n: str) -> int:
+        """A unit's node id: its switch's id, plus its pipe's stride on a multi-pipeline switch."""
+        return relay_ids.get(n) or sid[sw(n)] + PIPE_NODE_STRIDE * units.get(n, (n, 0))[1]
     port = lambda a, b: topo.link(a, b).port_of(a)            # noqa: E731
 
     def from_ps(s: str) -> tuple[str, int]:
@@ -398,6 +406,11 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     if relay_only is not None:
         # a relay on a multi-pipeline switch: the pipe the PS's results enter on
         at, (relay_only, pipe) = relay_only, from_ps(relay_only)
+        if relay_only in levels:
+            # the job aggregates on that unit: the relay is a second node there, with an id past
+            # the switch's pipes (ina_level is keyed by node; rule 1 needs no aggregator)
+            relay_only = f"{at}{RELAY_SUFFIX}"
+            relay_ids[relay_only] = sid[at] + PIPE_NODE_STRIDE * topo.nodes[at].pipelines
         if relay_only != at:
             units[relay_only] = (at, pipe)
         levels[relay_only] = ("to_multicast",)
@@ -492,13 +505,14 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                 ops[a].append(TableOp.of("add_route", job.job_id, out_port, addr[h].mac, node_id=uid(n),
                                          ingress_port=in_port, priority=2, **kind))
     sub_nodes = {i: sorted({uid(n) for n in levels if (n, i) in fan or (n, i) in fan2}) for i in range(len(subs))}
-    # the PS's results go once through the multicasting node whose relays cross the fewest links
-    # (any of the job's: rule 1 needs no aggregator); an edge node's tree climbs back up the
-    # fabric's busiest links, and at 1 % loss, where those links and not the PS's set the pace,
-    # relaying through GOAT's node of each sub-model made the twin's rounds 3 % slower
-    # (on a multi-pipeline switch, only a unit on the pipe the PS's relays enter)
-    relays = [n for n in levels if levels[n][0] == "to_multicast" and from_ps(sw(n))[0] == n]
-    relay = min(relays, key=lambda n: (_relay_links(topo, hops, ps, sw(n), job.workers), uid(n))) if relays else None
+    # the PS's results go once through the multicasting node whose busiest link carries the
+    # fewest copies, then whose relays cross the fewest links (any of the job's: rule 1 needs
+    # no aggregator); an edge node's tree climbs back up the fabric's busiest links, and at 1 %
+    # loss, where those links and not the PS's set the pace, relaying through GOAT's node of
+    # each sub-model made the twin's rounds 3 % slower (on a multi-pipeline switch, only a unit
+    # on the pipe the PS's relays enter)
+    relays = [n for n in levels if levels[n][0] == "to_multicast" and from_ps(sw(n))[1] == units.get(n, (n, 0))[1]]
+    relay = min(relays, key=lambda n: (*_relay_load(topo, hops, ps, sw(n), job.workers), uid(n))) if relays else None
     cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes,
                     result_via=0 if relay is None else uid(relay),
                     node_workers={uid(n): sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
@@ -623,29 +637,35 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
     return FabricDeployment(plan.scheme, deps, ops, used)
 
 
-def _relay_links(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
-                 workers: Iterable[str]) -> int:
-    """Links a result relayed through ``node`` crosses: a shortest path from the PS (the
-    reminders' route) and the node's multicast tree (its replicas follow the LPM routes)."""
-    tree = set()
+def _relay_load(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
+                workers: Iterable[str]) -> tuple[int, int]:
+    """What a result relayed through ``node`` puts on the fabric: the most copies one link
+    carries (the relay's path from the PS carries one; a link of the node's multicast tree, whose
+    replicas follow the LPM routes, one per worker beyond it), then the links it crosses."""
+    copies: dict[tuple[str, str], int] = {}
     for w in workers:
         at = node
         while at != w:
-            tree.add((at, hops[at][w]))
+            copies[(at, hops[at][w])] = copies.get((at, hops[at][w]), 0) + 1
             at = hops[at][w]
-    return len(topo.shortest_path(ps, node)) - 1 + len(tree)
+    path = topo.shortest_path(ps, node)
+    for ab in zip(path, path[1:]):
+        copies[ab] = copies.get(ab, 0) + 1
+    return max(copies.values(), default=0), len(copies)
 
 
 def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job: Job,
                      levels: Mapping[str, tuple], reach: Mapping[str, set[str]], hold: bool) -> str | None:
     """A programmable switch to multicast the PS's results of a job whose plan aggregates in
     the network but has no node holding every worker (ATP, ESA, SwitchML and the routing plans
-    when the workers spread over several ToRs): it aggregates nothing (a ``RELAY`` arrives
-    complete, rule 1), so any switch the job does not aggregate at will do; the one whose relays
-    cross the fewest links is taken. None when the plan aggregates nowhere (the plain PS keeps
-    unicast results, as a BytePS-style PS does), already multicasts, or no switch qualifies.
-    Where aggregators are held until the result passes back (ATP), every holding level must lie
-    on the relay's multicast tree towards each worker it aggregates for, or it would never be
+    when the workers spread over several ToRs): a ``RELAY`` arrives complete and needs no
+    aggregator (rule 1), so any programmable switch will do, one the job aggregates at too
+    (there the relay is a node of its own); the one whose busiest link carries the fewest
+    copies, then whose relays cross the fewest links, is taken. None when the plan aggregates
+    nowhere (the plain PS keeps unicast results, as a BytePS-style PS does), already
+    multicasts, or no switch qualifies. Where aggregators are held until the result passes back
+    (ATP), the relay must be a switch the job does not aggregate at, and every holding level
+    must lie on its multicast tree towards each worker it aggregates for, or it would never be
     released."""
     if not levels or any(lv[0] == "to_multicast" for lv in levels.values()):
         return None
@@ -654,10 +674,10 @@ def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job:
     def releases_all(node: str) -> bool:
         return all(n in _downstream(topo, hops, node, w) for n, ws in reach.items() for w in ws)
 
-    candidates = [s for s in topo.programmable_switches() if s not in levels and (not hold or releases_all(s))]
+    candidates = [s for s in topo.programmable_switches() if not hold or (s not in levels and releases_all(s))]
     if not candidates:
         return None
-    return min(candidates, key=lambda n: (_relay_links(topo, hops, ps, n, job.workers), topo.nodes[n].switch_id))
+    return min(candidates, key=lambda n: (*_relay_load(topo, hops, ps, n, job.workers), topo.nodes[n].switch_id))
 
 
 def _reminder_pins(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
