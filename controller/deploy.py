@@ -341,14 +341,17 @@ def esa_priority_schedule(jobs: list[Job], rounds: Mapping[str, int]) -> dict[st
 def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                 pool_size: int = DEFAULT_POOL, multi_job: bool = False, node_base: int = 0,
                 pools: Mapping[str, tuple[int, int]] | None = None, rid_base: int = 1,
-                priorities: Mapping[str, int] | None = None) -> Deployment:
+                priorities: Mapping[str, int] | None = None,
+                relayed: dict[tuple[str, str], int] | None = None) -> Deployment:
     """Configuration for ``job`` under ``plan`` (single-PS jobs; see the module docstring).
 
     Several jobs on one fabric (:func:`deploy_jobs`): ``node_base`` is added to every switch
     id this job uses as node id (so each job can get its own ``ina_node`` entry and pool),
     ``pools`` gives a switch's (pool_base, pool_size) for this job (default (0, pool_size)),
-    ``rid_base`` the first multicast replica id of this job's groups, and ``priorities`` the
-    8-bit ESA priority of each sub-model (by name; default: from ``plan.extra["priority"]``)."""
+    ``rid_base`` the first multicast replica id of this job's groups, ``priorities`` the
+    8-bit ESA priority of each sub-model (by name; default: from ``plan.extra["priority"]``),
+    and ``relayed`` the copies per link the jobs before put there relaying their results, which
+    this job's relay adds to."""
     if len(job.ps) != 1:
         raise ValueError(f"job {job.name}: deploy_plan supports one PS, not {len(job.ps)}")
     ps = job.ps[0]
@@ -401,8 +404,10 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     # the result passes there first, a PS turnaround after the aggregate, so holding it there
     # buys nothing, and it would keep the results from a relay (no relay's tree passes it)
     holding = {s for s in by_switch if hold and s != topo.tor_of(ps)}
+    relayed = {} if relayed is None else relayed
     relay_only = _relay_only_node(topo, hops, job, by_switch,
-                                  {sw(n): ws for n, ws in _node_workers(y, levels).items() if sw(n) in holding}, hold)
+                                  {sw(n): ws for n, ws in _node_workers(y, levels).items() if sw(n) in holding}, hold,
+                                  relayed)
     if relay_only is not None:
         # a relay on a multi-pipeline switch: the pipe the PS's results enter on
         at, (relay_only, pipe) = relay_only, from_ps(relay_only)
@@ -512,7 +517,11 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     # each sub-model made the twin's rounds 3 % slower (on a multi-pipeline switch, only a unit
     # on the pipe the PS's relays enter)
     relays = [n for n in levels if levels[n][0] == "to_multicast" and from_ps(sw(n))[1] == units.get(n, (n, 0))[1]]
-    relay = min(relays, key=lambda n: (*_relay_load(topo, hops, ps, sw(n), job.workers), uid(n))) if relays else None
+    relay = min(relays, key=lambda n: (*_relay_load(topo, hops, ps, sw(n), job.workers, relayed), uid(n))) \
+        if relays else None
+    if relay is not None:
+        for ab, n in _relay_copies(topo, hops, ps, sw(relay), job.workers).items():
+            relayed[ab] = relayed.get(ab, 0) + n
     cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes,
                     result_via=0 if relay is None else uid(relay),
                     node_workers={uid(n): sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
@@ -608,6 +617,7 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
         for s in here:
             users.setdefault(s, []).append(k)
     deps = []
+    relayed: dict[tuple[str, str], int] = {}      # copies per link of the results relayed so far
     for k, j in enumerate(jobs):
         if partition:
             # a switch no job aggregates at may still relay results (rule 1: no aggregator)
@@ -622,7 +632,7 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
             raise ValueError(f"job {j.name}: at most {MAX_WORKERS_PER_GROUP} workers per job")
         deps.append(deploy_plan(topo, j, plan, total_elements=total_elements[j.name], multi_job=multi,
                                 node_base=node_base, pools=slices, rid_base=1 + MAX_WORKERS_PER_GROUP * k,
-                                priorities=prio.get(j.name, {})))
+                                priorities=prio.get(j.name, {}), relayed=relayed))
     ops: dict[str, list[TableOp]] = {}
     for s in topo.switches():
         seen: set[str] = set()
@@ -637,11 +647,11 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
     return FabricDeployment(plan.scheme, deps, ops, used)
 
 
-def _relay_load(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
-                workers: Iterable[str]) -> tuple[int, int]:
-    """What a result relayed through ``node`` puts on the fabric: the most copies one link
-    carries (the relay's path from the PS carries one; a link of the node's multicast tree, whose
-    replicas follow the LPM routes, one per worker beyond it), then the links it crosses."""
+def _relay_copies(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
+                  workers: Iterable[str]) -> dict[tuple[str, str], int]:
+    """Copies of one result relayed through ``node`` per link: one on each link of a shortest
+    path from the PS, one per worker beyond a link of the node's multicast tree (its replicas
+    follow the LPM routes)."""
     copies: dict[tuple[str, str], int] = {}
     for w in workers:
         at = node
@@ -651,17 +661,29 @@ def _relay_load(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, 
     path = topo.shortest_path(ps, node)
     for ab in zip(path, path[1:]):
         copies[ab] = copies.get(ab, 0) + 1
-    return max(copies.values(), default=0), len(copies)
+    return copies
+
+
+def _relay_load(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,
+                workers: Iterable[str], relayed: Mapping[tuple[str, str], int]) -> tuple[int, int]:
+    """What a result relayed through ``node`` puts on the fabric beside the copies other jobs'
+    relays put there (``relayed``): the most copies one link then carries, and the links it
+    crosses."""
+    copies = _relay_copies(topo, hops, ps, node, workers)
+    return max((n + relayed.get(ab, 0) for ab, n in copies.items()), default=0), len(copies)
 
 
 def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job: Job,
-                     levels: Mapping[str, tuple], reach: Mapping[str, set[str]], hold: bool) -> str | None:
+                     levels: Mapping[str, tuple], reach: Mapping[str, set[str]], hold: bool,
+                     relayed: Mapping[tuple[str, str], int]) -> str | None:
     """A programmable switch to multicast the PS's results of a job whose plan aggregates in
     the network but has no node holding every worker (ATP, ESA, SwitchML and the routing plans
     when the workers spread over several ToRs): a ``RELAY`` arrives complete and needs no
     aggregator (rule 1), so any programmable switch will do, one the job aggregates at too
     (there the relay is a node of its own); the one whose busiest link carries the fewest
-    copies, then whose relays cross the fewest links, is taken. None when the plan aggregates
+    copies (with those of the jobs deployed before, ``relayed``), then one the job does not
+    aggregate at, then whose relays cross the fewest links,
+    is taken. None when the plan aggregates
     nowhere (the plain PS keeps unicast results, as a BytePS-style PS does), already
     multicasts, or no switch qualifies. Where aggregators are held until the result passes back
     (ATP), the relay must be a switch the job does not aggregate at, and every holding level
@@ -677,7 +699,12 @@ def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job:
     candidates = [s for s in topo.programmable_switches() if not hold or (s not in levels and releases_all(s))]
     if not candidates:
         return None
-    return min(candidates, key=lambda n: (*_relay_load(topo, hops, ps, n, job.workers), topo.nodes[n].switch_id))
+    def rank(n: str) -> tuple[int, bool, int, int]:
+        # among equally loaded trees, a switch the job does not aggregate at: the job's own
+        # traffic already crosses those it does (InArt's k=6 fat-tree: 0.86 s vs 1.06 s ideal)
+        busiest, links = _relay_load(topo, hops, ps, n, job.workers, relayed)
+        return busiest, n in levels, links, topo.nodes[n].switch_id
+    return min(candidates, key=rank)
 
 
 def _reminder_pins(topo: Topology, hops: Mapping[str, Mapping[str, str]], ps: str, node: str,

@@ -36,7 +36,7 @@ def fattree_setup(k: int, workers: int, mb: float, *, programmable_fraction: flo
 
 # schemes the emulation can deploy (controller/deploy.py: one PS per job; placement plans, and
 # routing plans aggregating where paths merge)
-DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-async", "goat-ilp", "geryon", "k-sgd", "aro", "inart", "l-inart",
+DEPLOYABLE = ("ps", "atp", "esa", "switchml", "goat", "goat-async", "goat-ilp", "geryon", "k-sgd", "aro", "aro-acc", "inart", "l-inart",
               "random", "lbmm", "grid", "aggtree")
 
 
