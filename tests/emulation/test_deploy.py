@@ -2,6 +2,8 @@
 walking the installed routes (no Mininet needed)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from controller.deploy import (TableOp, apply_ops, deploy_plan, host_addresses, ina_fraction, next_hops,
@@ -9,6 +11,9 @@ from controller.deploy import (TableOp, apply_ops, deploy_plan, host_addresses, 
 from controller.model import Job, SubModel
 from controller.schemes import run_scheme
 from controller.topologies import fat_tree
+from emulation.experiment import bw_scale_for, place_jobs
+from emulation.reproduce import settings
+from emulation.schemes import prepare_scheme
 
 
 def _setup(fraction: float):
@@ -152,7 +157,7 @@ def test_every_aggregation_node_is_on_its_reminder_route(scheme: str, fraction: 
 @pytest.mark.parametrize("scheme,fraction", [("goat", 0.2), ("goat", 1.0), ("atp", 1.0), ("aro", 0.5)])
 def test_results_are_relayed_through_a_multicasting_node_of_their_submodel(scheme: str, fraction: float) -> None:
     """`result_via`: where the job has a `to_multicast` node, the PS relays its results
-    through one — the one whose relays cross the fewest links (the sparse fat-tree's
+    through one — the one whose busiest link carries the fewest copies (the sparse fat-tree's
     GOAT plan multicasts at two edge switches and a core: the core) — and a RELAY frame from
     the PS passes it (so rule 1 multicasts it). ATP's levels multicast nothing, but its PS's ToR
     does not hold (the result passes it first), so a relay-only switch whose tree passes the
@@ -171,6 +176,42 @@ def test_results_are_relayed_through_a_multicasting_node_of_their_submodel(schem
         assert level[node_id] in ("to_multicast", "relay") and sw in _walk_reminder(topo, dep, node_id, flags=0x40)
         if scheme == "goat" and fraction == 0.2:
             assert sorted(s[:4] for s, lv in dep.levels.items()) == ["core", "edge", "edge"] and sw.startswith("core")
+
+
+def _prepared(setting, scheme: str, seed: int = 0):
+    topo, specs = setting.topology_built(seed), setting.specs()
+    jobs = place_jobs(topo, specs, setting.workers)
+    return topo, prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale_for(topo, 20.0), window=setting.window,
+                                seed=1, pool=setting.pool, log=lambda _: None)
+
+
+def test_a_plan_aggregating_at_every_programmable_switch_still_relays_its_results() -> None:
+    """ARO's first job on the 4-pipe leaf-spine aggregates at every programmable switch; its
+    results still leave the PS once, through a unit of a switch it aggregates at (the pipe the
+    PS's relays enter), and the relayed round is exact (prepare_scheme's link-rate ideal runs one
+    in process and raises otherwise), its busiest link not the PS's."""
+    s = next(x for x in settings() if x.name == "ARO leaf-spine, 4 pipes")
+    topo, prepared = _prepared(s, "aro")
+    for d in prepared.deployment.jobs:
+        relay = next(n for n, lv in d.levels.items() if lv == "relay")
+        assert d.job_config.result_via == d.node_ids[relay]
+        assert not prepared.bounds[d.job_id].link.startswith(f"{d.ps}→")
+    first = prepared.deployment.jobs[0]
+    switches = {n.split(".")[0] for n in first.levels}
+    assert switches == set(topo.programmable_switches())
+
+
+def test_a_relay_on_a_unit_the_job_aggregates_at_is_a_node_of_its_own() -> None:
+    """InArt on run-fattree's fabric (seed 4: one programmable core): the PS's relays enter the
+    core where the job aggregates, so the relay there gets an id past the switch's pipes."""
+    s = replace(next(x for x in settings() if x.name == "InArt fat-tree, 2 PSes"), ps_per_job=1, jobs=2)
+    topo, prepared = _prepared(s, "inart", seed=4)
+    beside = [(d, n) for d in prepared.deployment.jobs for n in d.levels if n.endswith(".relay")]
+    assert beside
+    for d, n in beside:
+        switch = topo.nodes[n.removesuffix(".relay")]
+        assert switch.name in d.levels and d.levels[switch.name] != "relay"
+        assert d.job_config.result_via == d.node_ids[n] == switch.switch_id + 4096 * switch.pipelines
 
 
 @pytest.mark.parametrize("scheme,fraction", [("goat", 0.2), ("atp", 0.2), ("atp", 1.0), ("esa", 0.5), ("aro", 0.5)])
