@@ -42,9 +42,9 @@ What gets installed for a job with a single PS:
   relayed result, then whose relays cross the fewest links, multicasts the PS's results
   (``JobConfig.result_via``). A plan without such a node gets a relay node on a programmable
   switch, one the job aggregates at too (a node of its own there, past the switch's pipes'
-  ids), except for ATP, whose held aggregators need a relay that aggregates nothing. ``JobConfig.node_workers`` tells the PS whose
-  contributions each node can hold (a worker's first node and the levels after it), so it
-  reminds only nodes that can hold one it lacks.
+  ids), except for ATP, whose held aggregators need a relay that aggregates nothing.
+  ``JobConfig.node_workers`` tells the PS whose contributions each node can hold (a worker's
+  first node and the levels after it), so it reminds only nodes that can hold one it lacks.
 """
 from __future__ import annotations
 
@@ -152,6 +152,8 @@ class Deployment:
     ops: dict[str, list[TableOp]]                 # switch → table operations, in order
     node_ids: dict[str, int] = field(default_factory=dict)   # aggregating switch → node id
     levels: dict[str, str] = field(default_factory=dict)     # aggregating switch → level kind
+    # copies per link (from, to) of one result the PS relays (none: results are unicast)
+    relayed: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def ina_switches(self) -> list[str]:
@@ -342,7 +344,7 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
                 pool_size: int = DEFAULT_POOL, multi_job: bool = False, node_base: int = 0,
                 pools: Mapping[str, tuple[int, int]] | None = None, rid_base: int = 1,
                 priorities: Mapping[str, int] | None = None,
-                relayed: dict[tuple[str, str], int] | None = None) -> Deployment:
+                relayed: Mapping[tuple[str, str], int] | None = None) -> Deployment:
     """Configuration for ``job`` under ``plan`` (single-PS jobs; see the module docstring).
 
     Several jobs on one fabric (:func:`deploy_jobs`): ``node_base`` is added to every switch
@@ -350,8 +352,8 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     ``pools`` gives a switch's (pool_base, pool_size) for this job (default (0, pool_size)),
     ``rid_base`` the first multicast replica id of this job's groups, ``priorities`` the
     8-bit ESA priority of each sub-model (by name; default: from ``plan.extra["priority"]``),
-    and ``relayed`` the copies per link the jobs before put there relaying their results, which
-    this job's relay adds to."""
+    and ``relayed`` the copies per link the jobs before put there relaying their results (their
+    deployments' ``relayed``, summed)."""
     if len(job.ps) != 1:
         raise ValueError(f"job {job.name}: deploy_plan supports one PS, not {len(job.ps)}")
     ps = job.ps[0]
@@ -519,16 +521,14 @@ def deploy_plan(topo: Topology, job: Job, plan: Plan, *, total_elements: int,
     relays = [n for n in levels if levels[n][0] == "to_multicast" and from_ps(sw(n))[1] == units.get(n, (n, 0))[1]]
     relay = min(relays, key=lambda n: (*_relay_load(topo, hops, ps, sw(n), job.workers, relayed), uid(n))) \
         if relays else None
-    if relay is not None:
-        for ab, n in _relay_copies(topo, hops, ps, sw(relay), job.workers).items():
-            relayed[ab] = relayed.get(ab, 0) + n
     cfg = JobConfig({wid[w]: (addr[w].ip, addr[w].mac) for w in job.workers}, via, sub_nodes,
                     result_via=0 if relay is None else uid(relay),
                     node_workers={uid(n): sorted(wid[w] for w in ws) for n, ws in _node_workers(y, levels).items()})
     return Deployment(scheme, job.job_id, ps, list(job.workers), addr,
                       submodel_elements(job, total_elements), labels, cfg, ops,
                       {n: uid(n) for n in levels},
-                      {n: "relay" if n == relay_only else lv[0] for n, lv in levels.items()})
+                      {n: "relay" if n == relay_only else lv[0] for n, lv in levels.items()},
+                      {} if relay is None else _relay_copies(topo, hops, ps, sw(relay), job.workers))
 
 
 @dataclass
@@ -633,6 +633,8 @@ def deploy_jobs(topo: Topology, jobs: list[Job], plan: Plan, *, total_elements: 
         deps.append(deploy_plan(topo, j, plan, total_elements=total_elements[j.name], multi_job=multi,
                                 node_base=node_base, pools=slices, rid_base=1 + MAX_WORKERS_PER_GROUP * k,
                                 priorities=prio.get(j.name, {}), relayed=relayed))
+        for ab, n in deps[-1].relayed.items():
+            relayed[ab] = relayed.get(ab, 0) + n
     ops: dict[str, list[TableOp]] = {}
     for s in topo.switches():
         seen: set[str] = set()
@@ -682,9 +684,8 @@ def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job:
     aggregator (rule 1), so any programmable switch will do, one the job aggregates at too
     (there the relay is a node of its own); the one whose busiest link carries the fewest
     copies (with those of the jobs deployed before, ``relayed``), then one the job does not
-    aggregate at, then whose relays cross the fewest links,
-    is taken. None when the plan aggregates
-    nowhere (the plain PS keeps unicast results, as a BytePS-style PS does), already
+    aggregate at, then whose relays cross the fewest links, is taken. None when the plan
+    aggregates nowhere (the plain PS keeps unicast results, as a BytePS-style PS does), already
     multicasts, or no switch qualifies. Where aggregators are held until the result passes back
     (ATP), the relay must be a switch the job does not aggregate at, and every holding level
     must lie on its multicast tree towards each worker it aggregates for, or it would never be
@@ -699,6 +700,7 @@ def _relay_only_node(topo: Topology, hops: Mapping[str, Mapping[str, str]], job:
     candidates = [s for s in topo.programmable_switches() if not hold or (s not in levels and releases_all(s))]
     if not candidates:
         return None
+
     def rank(n: str) -> tuple[int, bool, int, int]:
         # among equally loaded trees, a switch the job does not aggregate at: the job's own
         # traffic already crosses those it does (InArt's k=6 fat-tree: 0.86 s vs 1.06 s ideal)
