@@ -21,7 +21,11 @@
   ``accept_local`` (multicast results may carry the receiver's own IP as source).
 * Links are TCLinks whose bandwidth is the topology's capacity divided by ``bw_scale``
   (InArt scales 100 Gb/s to 100 Mb/s, i.e. 1000x; the default 5000x gives 20 Mb/s, which a
-  2-core machine running 20 Python switches can roughly keep up with).
+  2-core machine running 20 Python switches can roughly keep up with). htb paces a link's
+  frames but hands each to the far end at once; ``EmuNet(..., serialize=True)`` has the p4sim
+  switches also hold every frame for its time on the link (store and forward: ``p4sim serve
+  --tx-mbps``, and ``--rx-mbps`` on ports facing hosts), so a round trip takes as long as on a
+  real link of that rate, and a window of frames in flight matters as it does there.
 * :meth:`EmuNet.stop` ends only what it started: the p4sim processes and agent processes by
   their PIDs, then ``Mininet.stop()`` (never Mininet's global clean-up command).
 * One network at a time per machine: Mininet names interfaces ``NODE-ethN`` in the root
@@ -120,6 +124,8 @@ class P4simSwitch(Switch):
         self.log_path = Path(log_dir or "/tmp") / f"p4sim-{name}-{os.getpid()}.log"
         self.impair = (drop_rate, delay_ms, jitter_ms, seed)
         self.pcap_dir = pcap_dir
+        # port -> (Mb/s, whether its peer is a host): the links p4sim serializes (EmuNet's serialize)
+        self.serialized: dict[int, tuple[float, bool]] = {}
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -134,6 +140,8 @@ class P4simSwitch(Switch):
         for port, intf in sorted(self.intfs.items()):
             if intf.name != "lo":
                 cmd += ["-i", f"{port}@{intf.name}"]
+        for port, (mbps, host_peer) in sorted(self.serialized.items()):
+            cmd += ["--tx-mbps", f"{port}:{mbps:g}"] + (["--rx-mbps", f"{port}:{mbps:g}"] if host_peer else [])
         if self.pcap_dir:
             cmd += ["--pcap-dir", str(self.pcap_dir)]
         return cmd
@@ -254,9 +262,12 @@ class EmuNet:
 
     def __init__(self, topology: Topology, *, bw_scale: float | None = 5000.0,
                  log_dir: str | Path | None = None, switch: str = "p4sim",
-                 switch_procs: int | None = None) -> None:
+                 switch_procs: int | None = None, serialize: bool = False) -> None:
         if switch not in SWITCH_KINDS:
             raise ValueError(f"switch kind {switch!r}: choose from {', '.join(SWITCH_KINDS)}")
+        if serialize and (switch == "bmv2" or not bw_scale):
+            raise ValueError("serialize: p4sim switches on links with a rate (a bw_scale) only")
+        self.serialize = serialize
         # 0: one `p4sim serve` process per switch; N >= 1: the switches share N
         # `p4sim serve-many` processes (fewer interpreters; the default comes from the class)
         self.switch_procs = self.default_switch_procs if switch_procs is None else switch_procs
@@ -288,6 +299,8 @@ class EmuNet:
         htb class each TCLink end got at build time is changed in place, nothing else is touched
         (TCIntf.config would also turn the offloads back on). Needs a net built with a scale."""
         assert self.net is not None and self.bw_scale, "build() with a bandwidth scale first"
+        if self.serialize:
+            raise RuntimeError("the switches serialize at the rates they started with: build a new net")
         for link, l in zip(self.net.links, self.topology.links):
             mbps = l.capacity_gbps * 1000.0 / bw_scale
             for intf in (link.intf1, link.intf2):
@@ -318,6 +331,11 @@ class EmuNet:
                 bw = self.link_mbps(l.capacity_gbps)
                 params: dict[str, Any] = {"bw": bw} if bw else {}
                 net.addLink(l.a, l.b, port1=l.a_port, port2=l.b_port, cls=TCLink, **params)
+                if self.serialize:
+                    hosts = set(topo.hosts())
+                    for end, port, peer in ((l.a, l.a_port, l.b), (l.b, l.b_port, l.a)):
+                        if end not in hosts:
+                            net.get(end).serialized[port] = (bw, peer in hosts)
         finally:
             lg.setLevel(level)
         net.build()

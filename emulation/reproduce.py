@@ -67,6 +67,7 @@ class Setting:
     window: int = DEFAULT_WINDOW
     link_mbps: float | None = None     # a fixed link rate instead of the probe's (under --link-mbps auto)
     loss_detection: str = "rack"       # the workers' (hostlib.worker.LOSS_DETECTION)
+    serialize: bool = False            # emulation: the switches hold each frame for its time on the link
     instruments: tuple[str, ...] = INSTRUMENTS     # where it runs: too large to emulate: the twin only
 
     def specs(self) -> list[JobSpec]:
@@ -130,22 +131,23 @@ def settings(quick: bool = False) -> list[Setting]:
                     jitter=0.1, link_mbps=20.0, loss_detection="dupack", window=3, instruments=("twin",))
             for n in ((3,) if quick else (2, 3, 4, 8))]
     # the same at a size both instruments run (one p4sim switch carries every worker's stream):
-    # 4 workers per job on 16 servers, models 5x smaller, links at 2 Mb/s, computation and
-    # jitter scaled with the links (the same comm/comp ratios)
-    esa += [Setting(f"§7.2 on 16 servers, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.2, 0.1), rounds=3,
+    # 4 workers per job on 16 servers, models 10x smaller, links at 1 Mb/s, computation and
+    # jitter scaled with the links (the same comm/comp ratios). The emulation's switches hold
+    # every frame for its time on the link, as the twin's links do (EmuNet's serialize): a
+    # frame takes 2.6 ms here, long against the emulation's own latency (its agents and switch
+    # share 2 cores), so its round trips are the links' as on the twin
+    esa += [Setting(f"§7.2 on 16 servers, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.1, 0.05), rounds=3,
                     pool=64, switch_mb=1000.0, topology="single", hosts_per_edge=16, k=4, programmable=1.0,
-                    compute=(0.4, 0.8), jitter=0.1, link_mbps=2.0, loss_detection="dupack")
+                    compute=(0.4, 0.8), jitter=0.1, link_mbps=1.0, loss_detection="dupack", serialize=True)
             for n in ((3,) if quick else (3, 4))]
     # the same two settings with memory below the contending jobs' bandwidth-delay products, as
-    # §7.2's 5 MB is at 8 jobs (about 5/8 of their windows): on the twin, whose links serialize
-    # every frame, a round trip through the switch holds about 3 fragments per job at either
-    # rate, so 3-4 jobs need 9-12 aggregators; 8 here. With §7.2's memory at 3-4 jobs SwitchML's
-    # equal shares already cover every job's round trip and it runs at the least JCT any scheme
-    # could reach (claims' reason). The twin only: in the emulation a round trip through p4sim
-    # is shorter than one frame's time at 2 Mb/s (htb sends a small window's frames at once),
-    # so SwitchML with one aggregator per job (pool 4) still ran at that least JCT
+    # §7.2's 5 MB is at 8 jobs (about 5/8 of their windows): on links that serialize every
+    # frame a round trip through the switch holds about 3 fragments per job at either rate, so
+    # 3-4 jobs need 9-12 aggregators; 8 here. With §7.2's memory at 3-4 jobs SwitchML's equal
+    # shares already cover every job's round trip and it runs at the least JCT any scheme could
+    # reach (claims' reason)
     scarce = " jobs, memory below their BDPs"
-    esa += [replace(s, name=s.name.replace(" jobs", scarce), pool=8, instruments=("twin",))
+    esa += [replace(s, name=s.name.replace(" jobs", scarce), pool=8)
             for s in esa if s.name.startswith("§7.2") and s.jobs in (3, 4)]
     goat = [Setting("GOAT fat-tree", "goat", ("goat", "atp"), jobs=1, workers=6, mb=(0.5,), rounds=rounds,
                     pool=256)]
@@ -229,7 +231,7 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
                               bw_scale=bw_scale_for(topo, rate), timeout=300.0,
                               rto=host_timers(RTO_MIN, RTO_MAX, rate), log=log, progress=progress,
                               jitter=setting.jitter, loss_detection=setting.loss_detection,
-                              **common)  # type: ignore[arg-type]
+                              serialize=setting.serialize, **common)  # type: ignore[arg-type]
         tag = {"comparison": setting.comparison, "setting": setting.name, "run": run, "link_mbps": rate,
                "instrument": instrument}
         results += [{**tag, **r} for r in summarise(done, specs, 0.0, rate)]

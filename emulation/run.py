@@ -281,7 +281,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 shown = bar.n
                 run = run_scheme(topo, jobs, specs, scheme, loss=loss, workdir=out / "runs", bw_scale=bw_scale,
                                  timeout=args.timeout, rto=rto, log=tqdm.write, progress=bar.update,
-                                 prepared=prepared[scheme], jitter=args.jitter, **runs_with)  # type: ignore[arg-type]
+                                 prepared=prepared[scheme], jitter=args.jitter, serialize=args.serialize,
+                                 **runs_with)  # type: ignore[arg-type]
                 bar.update(shown + per_scheme - bar.n)          # rounds a failed job never reported
                 if several:
                     run.label = label
@@ -359,6 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "slower links, the same comparison, the links the bottleneck); it is printed with the "
                          "reason. Every run reports whether its busiest link was at least 80%% busy (pace: links) "
                          "or not (pace: CPU, the times measure this machine)")
+    ap.add_argument("--serialize", action="store_true",
+                    help="the switches hold every frame for its time on the link (store and forward at the link "
+                         "rate, p4sim serve --tx-mbps/--rx-mbps), as a real link does: htb alone paces frames "
+                         "but hands each over at once, so a round trip can be shorter than one frame's time; "
+                         "with it a window of frames, and aggregator memory, matter as on real links")
     ap.add_argument("--window", type=int, default=DEFAULT_WINDOW,
                     help=f"first copies awaiting a result per worker (default {DEFAULT_WINDOW}, as "
                          "benchmarks/bench_loss.py; make run-fattree runs 8); retransmitted fragments, and first "
@@ -388,6 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="run the p4sim switches in N `p4sim serve-many` processes instead of one "
                          "process each (default 0: one each)")
     args = ap.parse_args(argv)
+    if args.serialize and args.switch == "bmv2":
+        ap.error("--serialize: p4sim switches only (bmv2 has no link model)")
     if args.switch_procs < 0 or (args.switch_procs and args.switch == "bmv2"):
         ap.error("--switch-procs: N >= 0, and only with p4sim switches")
     EmuNet.default_switch_procs = args.switch_procs

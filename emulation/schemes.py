@@ -100,13 +100,14 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
                prepared: PreparedScheme | None = None, jitter: float = 0.0,
-               loss_detection: str = "rack") -> SchemeRun:
+               loss_detection: str = "rack", serialize: bool = False) -> SchemeRun:
     """Plan ``scheme`` for ``jobs`` (or take ``prepared``: :func:`prepare_scheme`'s, at any
     bandwidth scale), build a fresh Mininet net, install over P4Runtime and run every job's
     rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting);
     each worker computes its spec's ``compute`` seconds per round plus U(0, ``jitter``). ESA's
     workers evaluate Eq. 1 each round on what their job measured (:func:`esa_inputs`);
-    ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION)."""
+    ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION); ``serialize``: the switches
+    hold every frame for its time on the link (:class:`emulation.net.EmuNet`)."""
     if prepared is None:
         prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed, pool=pool,
                                   switch=switch, log=log)
@@ -114,7 +115,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     bounds = {j: b.at(bw_scale / prepared.bw_scale) for j, b in prepared.bounds.items()}
     log(f"[{scheme}] link-rate ideal per round: " + ", ".join(
         f"job {j} {b.seconds:.3f} s ({b.link})" for j, b in sorted(bounds.items())))
-    net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch)
+    net = EmuNet(topo, bw_scale=bw_scale, log_dir=workdir / "logs", switch=switch, serialize=serialize)
     net.with_switch_options(**({"drop_rate": loss, "seed": seed} if switch != "bmv2" else {}))
     try:
         t = time.time()

@@ -1,15 +1,12 @@
-"""Switch ports on Linux interfaces, egress impairments and the dataplane packet loop.
+"""Switch ports on Linux interfaces.
 
 * :class:`Port` binds a switch port number to an interface with an ``AF_PACKET`` raw socket
   (all ethertypes, promiscuous, large buffers). Frames the kernel shows us as
   ``PACKET_OUTGOING`` are our own (or the host's) transmissions and are not ingested again.
   VLAN tags the kernel moved into packet metadata (veth/NIC VLAN offload) are put back into
-  the frame, so the P4 parser sees the bytes that were on the wire.
-* :class:`Impairment` / :class:`Impairer`: per-port, seeded egress impairments (drop, delay,
-  jitter) since ``tc netem`` is not available to us.
-* :class:`DataplaneLoop` owns the ports and runs ``switch.process`` for every received frame
-  in one thread; delayed frames wait in a timer heap; frames for the CPU port go to a
-  callback (the P4Runtime server's PacketIn) instead of an interface.
+  the frame, so the P4 parser sees the bytes that were on the wire. A port carries its link's
+  model (:mod:`p4sim.links`): an egress impairment and serializers at the link rate, which
+  :class:`p4sim.dataplane.DataplaneLoop` applies.
 * Batched I/O: on Linux with glibc a port reads up to 64 frames per ``recvmmsg`` call and
   sends the frames of one receive batch per output port with one ``sendmmsg`` call (both
   through ctypes: Python's socket module has neither); the loop takes the switch lock once per
@@ -17,10 +14,6 @@
   ``recvmsg``/``send`` per frame, with the same results: batching changes the number of system
   calls, never which frames go where, their order per port, or the impairment draws.
 
-Ordering: a port with a fixed delay and no jitter keeps FIFO order (send times are monotonic
-and heap ties are broken by a sequence number). With jitter each frame draws its own delay,
-so frames can be reordered, as with ``netem delay D J``. Impairments are applied on egress of
-interface ports only, never on the CPU port (the control channel is not a lossy link).
 The pcap file of a port records what is on the wire: received frames when they arrive and
 transmitted frames when they are actually sent (impairment-dropped frames never appear).
 """
@@ -28,19 +21,15 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import heapq
 import logging
 import os
-import random
-import select
 import socket
 import struct
 import sys
-import threading
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from dataclasses import dataclass
+from typing import Any
 
+from p4sim.links import Impairer, Impairment, Serializer
 from p4sim.pcap import PcapWriter
 
 log = logging.getLogger("p4sim.ports")
@@ -59,58 +48,12 @@ SO_RCVBUFFORCE = 33
 _AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
 _MAX_FRAME = 1 << 16
 _SOCK_BUF = 8 << 20      # large buffers: a Python switch is slow, let the kernel queue bursts
-_RX_BATCH = 64           # frames read from one port before looking at the others (fairness)
+RX_BATCH = 64           # frames read from one port before looking at the others (fairness)
 MSG_DONTWAIT = 0x40
 
 
 class PortError(Exception):
     """A port cannot be opened (unknown interface, no permission, ...)."""
-
-
-# --------------------------------------------------------------------------- impairments
-
-@dataclass(frozen=True)
-class Impairment:
-    """Egress impairment of a port: drop with probability ``drop_rate``; delay every frame by
-    ``delay_ms`` plus a uniform draw in ``[-jitter_ms, +jitter_ms]`` (clamped at 0).
-    ``seed`` makes the random draws reproducible."""
-    drop_rate: float = 0.0
-    delay_ms: float = 0.0
-    jitter_ms: float = 0.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.drop_rate <= 1.0:
-            raise ValueError(f"drop rate must be in [0, 1], got {self.drop_rate}")
-        if self.delay_ms < 0 or self.jitter_ms < 0:
-            raise ValueError("delay and jitter must be >= 0")
-
-    @property
-    def active(self) -> bool:
-        return self.drop_rate > 0 or self.delay_ms > 0 or self.jitter_ms > 0
-
-
-class Impairer:
-    """The random state of one port's :class:`Impairment`.
-
-    The stream is seeded from ``(seed, port)`` so every port draws independently but
-    reproducibly when one ``--seed`` is given for all ports.
-    """
-
-    def __init__(self, imp: Impairment, port: int = 0) -> None:
-        self.imp = imp
-        # str seeds are hashed with SHA-512 by random.seed: stable across runs and versions
-        self._rng = random.Random(f"p4sim-impairment:{imp.seed}:{port}")
-
-    def decide(self, now: float) -> float | None:
-        """``None`` if the frame is dropped, else the (monotonic) time to send it."""
-        imp = self.imp
-        if imp.drop_rate > 0 and self._rng.random() < imp.drop_rate:
-            return None
-        delay = imp.delay_ms
-        if imp.jitter_ms > 0:
-            delay = max(0.0, delay + self._rng.uniform(-imp.jitter_ms, imp.jitter_ms))
-        return now + delay / 1000.0
 
 
 # --------------------------------------------------------------------------- ports
@@ -198,7 +141,7 @@ _MMSG = _load_mmsg() if sys.implementation.name == "cpython" else None
 class _BatchIO:
     """Preallocated ``recvmmsg``/``sendmmsg`` arrays of one socket (used by one thread)."""
 
-    def __init__(self, fd: int, n: int = _RX_BATCH) -> None:
+    def __init__(self, fd: int, n: int = RX_BATCH) -> None:
         assert _MMSG is not None
         self.fd = fd
         self.n = n
@@ -308,11 +251,16 @@ class Port:
     """
 
     def __init__(self, number: int, ifname: str, *, impairment: Impairment | None = None,
+                 tx_mbps: float | None = None, rx_mbps: float | None = None,
                  pcap_path: str | None = None, bufsize: int = _SOCK_BUF) -> None:
+        """``tx_mbps``: serialize what the port sends at this rate (the link towards its peer);
+        ``rx_mbps``: what it receives (the link from a peer that does not serialize, a host)."""
         self.number = number
         self.ifname = ifname
         self.impairment = impairment if impairment is not None and impairment.active else None
         self.impairer = Impairer(self.impairment, number) if self.impairment else None
+        self.tx_link = Serializer(tx_mbps * 1e6) if tx_mbps else None
+        self.rx_link = Serializer(rx_mbps * 1e6) if rx_mbps else None
         self.pcap_path = pcap_path
         self.bufsize = bufsize
         self.counters = PortCounters()
@@ -405,7 +353,7 @@ class Port:
             log.warning("port %d (%s): receive error: %s", self.number, self.ifname, e)
             self._warned_rx = True
 
-    def recv_batch(self, max_frames: int = _RX_BATCH) -> list[bytes]:
+    def recv_batch(self, max_frames: int = RX_BATCH) -> list[bytes]:
         """Up to ``max_frames`` received frames (``[]`` when nothing is queued), as
         :meth:`recv` would return them one by one; one ``recvmmsg`` call where available."""
         bio = self._bio
@@ -493,296 +441,3 @@ class Port:
         if self.pcap is not None:
             self.pcap.write(frame)
         return True
-
-
-# --------------------------------------------------------------------------- dataplane loop
-
-class SwitchLike(Protocol):
-    lock: Any
-
-    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]: ...
-
-
-@dataclass
-class LoopCounters:
-    processed: int = 0
-    process_errors: int = 0
-    to_cpu: int = 0
-    from_cpu: int = 0
-    no_such_port: int = 0   # outputs to ports that are neither an interface nor the CPU
-
-
-class DataplaneLoop:
-    """Owns ``ports`` and forwards frames through ``switch`` in a background thread.
-
-    ``switch`` may be replaced at any time with :meth:`set_switch` (pipeline reload): every
-    frame is processed entirely by the switch object that was current when it was received.
-    """
-
-    def __init__(self, switch: SwitchLike, ports: Iterable[Port], *,
-                 cpu_port: int | None = None,
-                 cpu_handler: Callable[[bytes], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._switch = switch
-        self.ports: dict[int, Port] = {}
-        for p in ports:
-            if p.number in self.ports:
-                raise ValueError(f"port {p.number} given twice")
-            if cpu_port is not None and p.number == cpu_port:
-                raise ValueError(f"port {p.number} is the CPU port")
-            self.ports[p.number] = p
-        self.cpu_port = cpu_port
-        self.cpu_handler = cpu_handler
-        self.counters = LoopCounters()
-        self._clock = clock
-        self._heap: list[tuple[float, int, int, bytes]] = []  # (due, seq, port, frame)
-        self._txq: dict[int, list[bytes]] = {}  # loop thread: frames to send per port, in order
-        self._plain = {n for n, p in self.ports.items() if p.impairer is None}
-        self._seq = 0
-        self._tx_lock = threading.Lock()  # heap + impairment RNGs: loop and inject_cpu share them
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-
-    # -- switch ---------------------------------------------------------------------------
-    @property
-    def switch(self) -> SwitchLike:
-        return self._switch
-
-    def set_switch(self, switch: SwitchLike) -> None:
-        """Atomically replace the switch (a reference assignment is atomic in CPython)."""
-        self._switch = switch
-
-    # -- lifecycle ------------------------------------------------------------------------
-    def open(self) -> None:
-        """Open every port; on failure close the ones already opened and raise PortError."""
-        opened: list[Port] = []
-        try:
-            for p in self.ports.values():
-                p.open()
-                opened.append(p)
-        except Exception:
-            for p in opened:
-                p.close()
-            raise
-
-    def start(self) -> None:
-        if self._thread is not None:
-            raise RuntimeError("dataplane loop already started")
-        self.open()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="p4sim-dataplane", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the thread, discard frames still waiting for their delay, close the ports."""
-        self._stop.set()
-        self._wake()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("dataplane thread did not stop within %.1fs", timeout)
-            self._thread = None
-        with self._tx_lock:
-            self._heap.clear()
-        for p in self.ports.values():
-            p.close()
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._wake_r = self._wake_w = -1
-
-    def __enter__(self) -> "DataplaneLoop":
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    # -- packets --------------------------------------------------------------------------
-    def inject_cpu(self, frame: bytes) -> None:
-        """PacketOut: process ``frame`` (starting with the packet_out header) as received on
-        the CPU port, in the caller's thread, and transmit the outputs."""
-        if self.cpu_port is None:
-            raise RuntimeError("no CPU port configured")
-        self.counters.from_cpu += 1
-        self._process(self.cpu_port, frame)
-
-    def _process(self, port: int, frame: bytes) -> None:
-        sw = self._switch  # one switch per frame, even if a reload happens meanwhile
-        try:
-            with sw.lock:
-                outputs = sw.process(port, frame)
-        except Exception:
-            self.counters.process_errors += 1
-            log.exception("processing a %d-byte frame from port %d failed", len(frame), port)
-            return
-        self.counters.processed += 1
-        for out_port, data in outputs:
-            self._emit(out_port, data)
-
-    def _process_batch(self, port: int, frames: list[bytes]) -> None:
-        """The loop thread's path: ``frames`` from ``port`` through one switch (its lock held
-        once for the batch); outputs for unimpaired ports are queued in ``self._txq`` and go
-        out with one :meth:`Port.send_batch` per port when the batch is done."""
-        sw = self._switch
-        results: list[tuple[int, bytes]] = []
-        errors = 0
-        with sw.lock:
-            process = sw.process
-            for frame in frames:
-                try:
-                    results += process(port, frame)
-                except Exception:
-                    errors += 1
-                    log.exception("processing a %d-byte frame from port %d failed",
-                                  len(frame), port)
-        lc = self.counters
-        lc.processed += len(frames) - errors
-        lc.process_errors += errors
-        txq = self._txq
-        plain = self._plain
-        for out_port, data in results:
-            if out_port in plain:
-                q = txq.get(out_port)
-                if q is None:
-                    txq[out_port] = [data]
-                else:
-                    q.append(data)
-            else:
-                self._emit(out_port, data, txq)
-        self._flush()
-
-    def _flush(self) -> None:
-        txq = self._txq
-        if txq:
-            for port_no, frames in txq.items():
-                self.ports[port_no].send_batch(frames)
-            txq.clear()
-
-    def _emit(self, port_no: int, frame: bytes,
-              txq: dict[int, list[bytes]] | None = None) -> None:
-        if port_no == self.cpu_port and port_no not in self.ports:
-            self.counters.to_cpu += 1
-            if self.cpu_handler is not None:
-                try:
-                    self.cpu_handler(frame)
-                except Exception:
-                    log.exception("PacketIn handler failed")
-            return
-        port = self.ports.get(port_no)
-        if port is None:
-            self.counters.no_such_port += 1
-            log.debug("output to unknown port %d dropped", port_no)
-            return
-        if port.impairer is None:
-            port.send(frame)
-            return
-        with self._tx_lock:
-            now = self._clock()  # read under the lock: due times stay monotonic across threads
-            due = port.impairer.decide(now)
-            if due is None:
-                port.counters.dropped += 1
-                return
-            # due now only happens without delay (or when jitter draws 0): reordering is
-            # allowed then; with a fixed delay every frame goes through the heap in order
-            send_now = due <= now
-            if not send_now:
-                self._seq += 1
-                was_first = not self._heap or due < self._heap[0][0]
-                heapq.heappush(self._heap, (due, self._seq, port_no, frame))
-        if send_now:
-            if txq is not None:  # the loop thread: after the frames queued before it
-                txq.setdefault(port_no, []).append(frame)
-            else:
-                port.send(frame)
-        elif was_first and threading.current_thread() is not self._thread:
-            self._wake()  # the loop may be sleeping past the new deadline
-
-    def _send_due(self) -> float | None:
-        """Send every frame that is due; return seconds until the next one (None if none)."""
-        wait: float | None = None
-        txq: dict[int, list[bytes]] = {}
-        with self._tx_lock:
-            heap = self._heap
-            now = self._clock()
-            while heap:
-                due = heap[0][0]
-                if due > now:
-                    wait = due - now
-                    break
-                _due, _seq, port_no, frame = heapq.heappop(heap)
-                q = txq.get(port_no)
-                if q is None:
-                    txq[port_no] = [frame]
-                else:
-                    q.append(frame)
-        for port_no, frames in txq.items():  # per port in due order
-            self.ports[port_no].send_batch(frames)
-        return wait
-
-    def _wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass  # pipe full (already woken) or closed (stopping)
-
-    def _run(self) -> None:
-        poller = select.poll()
-        by_fd: dict[int, Port] = {}
-        for p in self.ports.values():
-            poller.register(p.fileno(), select.POLLIN)
-            by_fd[p.fileno()] = p
-        poller.register(self._wake_r, select.POLLIN)
-        try:
-            while not self._stop.is_set():
-                wait = self._send_due()
-                timeout_ms = None if wait is None else max(1, int(wait * 1000 + 0.999))
-                try:
-                    events = poller.poll(timeout_ms)
-                except InterruptedError:
-                    continue
-                for fd, ev in events:
-                    if fd == self._wake_r:
-                        try:
-                            while os.read(self._wake_r, 4096):
-                                pass
-                        except OSError:
-                            pass
-                        continue
-                    if self._stop.is_set():
-                        return
-                    port = by_fd[fd]
-                    frames = port.recv_batch(_RX_BATCH)
-                    if frames:
-                        self._process_batch(port.number, frames)
-                    # keep delayed frames on time even under a long receive burst
-                    if self._heap:
-                        self._send_due()
-        except Exception:
-            log.exception("dataplane loop crashed")
-            raise
-
-    # -- reporting ------------------------------------------------------------------------
-    def port_counters(self) -> dict[int, dict[str, int]]:
-        return {n: p.counters.as_dict() for n, p in sorted(self.ports.items())}
-
-    def stats_line(self) -> str:
-        parts = []
-        for n, p in sorted(self.ports.items()):
-            c = p.counters
-            parts.append(f"{n}@{p.ifname} rx={c.rx_packets} tx={c.tx_packets} "
-                         f"drop={c.dropped} err={c.rx_errors + c.tx_errors}")
-        lc = self.counters
-        parts.append(f"cpu in={lc.to_cpu} out={lc.from_cpu}")
-        if lc.process_errors:
-            parts.append(f"process_errors={lc.process_errors}")
-        return "; ".join(parts)

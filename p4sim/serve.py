@@ -33,7 +33,9 @@ import tempfile
 import threading
 from typing import Any, Callable, Sequence
 
-from p4sim.ports import DataplaneLoop, Impairment, Port, PortError
+from p4sim.dataplane import DataplaneLoop
+from p4sim.links import Impairment
+from p4sim.ports import Port, PortError
 
 log = logging.getLogger("p4sim.serve")
 
@@ -83,6 +85,22 @@ def _parse_impair(spec: str, base: Impairment) -> tuple[int, Impairment]:
         raise UsageError(f"bad --impair {spec!r}: {e}") from None
 
 
+def _parse_rates(specs: list[str], option: str) -> dict[int, float]:
+    rates: dict[int, float] = {}
+    for spec in specs:
+        m = re.fullmatch(r"(\d+):([0-9.eE+-]+)", spec)
+        try:
+            rate = float(m.group(2)) if m else 0.0
+        except ValueError:
+            rate = 0.0
+        if not m or not rate > 0:
+            raise UsageError(f"bad {option} {spec!r}: expected PORTNUM:MBPS with MBPS > 0, e.g. 1:20")
+        if int(m.group(1)) in rates:
+            raise UsageError(f"{option} for port {m.group(1)} given twice")
+        rates[int(m.group(1))] = rate
+    return rates
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse exits itself; route through UsageError
         raise UsageError(message)
@@ -114,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of impairments and random()")
     p.add_argument("--impair", action="append", default=[], metavar="N:drop=P,delay=D,...",
                    help="impairment of one port, overriding the global ones (repeatable)")
+    p.add_argument("--tx-mbps", action="append", default=[], metavar="N:MBPS",
+                   help="serialize what port N sends at MBPS, as its link would: a frame reaches "
+                        "the peer once its last bit is across (repeatable)")
+    p.add_argument("--rx-mbps", action="append", default=[], metavar="N:MBPS",
+                   help="serialize what port N receives at MBPS, for a link whose far end does "
+                        "not (a host's): a frame is processed once its last bit is in (repeatable)")
     p.add_argument("--pcap-dir", default=None, help="write IFACE.pcap per port here")
     p.add_argument("--backend", choices=["auto", "python", "c"], default=None,
                    help="execute the program in Python (the reference), compiled to C, or C "
@@ -128,6 +152,8 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
     except ValueError as e:
         raise UsageError(str(e)) from None
     per_port = dict(_parse_impair(s, base) for s in args.impair)
+    tx_mbps = _parse_rates(args.tx_mbps, "--tx-mbps")
+    rx_mbps = _parse_rates(args.rx_mbps, "--rx-mbps")
     if not args.interfaces and args.grpc_addr is None and args.bfrt_addr is None:
         raise UsageError("no ports and no --grpc-addr: give -i PORTNUM@IFACE, or --grpc-addr "
                          "HOST:PORT for a control-plane-only switch")
@@ -147,9 +173,11 @@ def _make_ports(args: argparse.Namespace) -> list[Port]:
         if not os.path.exists(f"/sys/class/net/{ifname}"):
             raise UsageError(f"no such interface: {ifname!r} (for -i {spec})")
         pcap = os.path.join(args.pcap_dir, f"{ifname}.pcap") if args.pcap_dir else None
-        ports.append(Port(num, ifname, impairment=per_port.pop(num, base), pcap_path=pcap))
-    if per_port:
-        raise UsageError(f"--impair for unknown port(s): {sorted(per_port)}")
+        ports.append(Port(num, ifname, impairment=per_port.pop(num, base), tx_mbps=tx_mbps.pop(num, None),
+                          rx_mbps=rx_mbps.pop(num, None), pcap_path=pcap))
+    for option, left in (("--impair", per_port), ("--tx-mbps", tx_mbps), ("--rx-mbps", rx_mbps)):
+        if left:
+            raise UsageError(f"{option} for unknown port(s): {sorted(left)}")
     return ports
 
 

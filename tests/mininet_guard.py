@@ -34,11 +34,13 @@ def require_mininet() -> None:
 
 
 @contextmanager
-def running_net(topo: Any, log_dir: Path, **switch_options: Any) -> Iterator[Any]:
-    """A started EmuNet of ``topo`` (20 Mb/s links), stopped on the way out whatever happens."""
+def running_net(topo: Any, log_dir: Path, *, bw_scale: float = 5000, serialize: bool = False,
+                **switch_options: Any) -> Iterator[Any]:
+    """A started EmuNet of ``topo`` (20 Mb/s links unless ``bw_scale`` says otherwise), stopped
+    on the way out whatever happens."""
     from emulation.net import EmuNet
 
-    net = EmuNet(topo, bw_scale=5000, log_dir=log_dir)
+    net = EmuNet(topo, bw_scale=bw_scale, log_dir=log_dir, serialize=serialize)
     if switch_options:
         net.with_switch_options(**switch_options)
     try:

@@ -14,7 +14,9 @@ import pytest
 
 from netns import REPO, ServeProcess, serve_command, veth_topology  # noqa: F401 (fixture)
 from p4sim.pcap import PcapWriter, read_pcap
-from p4sim.ports import DataplaneLoop, Impairer, Impairment, Port, PortError
+from p4sim.dataplane import DataplaneLoop
+from p4sim.links import Impairer, Impairment, Serializer
+from p4sim.ports import Port, PortError
 
 FWD_P4 = REPO / "tests" / "p4serve" / "fwd.p4"
 TEST_ETHERTYPE = 0x88B5  # IEEE local experimental: nothing else on the wire uses it
@@ -229,6 +231,31 @@ def test_loop_delay_keeps_fifo_order() -> None:
     assert p2.counters.dropped == 0
 
 
+def test_serializer_is_store_and_forward() -> None:
+    link = Serializer(8e6)                        # 1000 bytes take 1 ms
+    assert link.arrival(1.0, 1000) == pytest.approx(1.001)
+    assert link.arrival(1.0, 500) == pytest.approx(1.0015)      # behind the first frame
+    assert link.arrival(2.0, 1000) == pytest.approx(2.001)      # an idle link again
+    with pytest.raises(ValueError):
+        Serializer(0)
+
+
+def test_loop_serializes_both_links_of_a_frame() -> None:
+    # in over a link from a host (rx), out over a link to the next hop (tx), both 8 Mb/s: the
+    # k-th of a burst of 1000-byte frames is all in after k+1 ms, and out 1 ms after that at best
+    p1 = FakePort(1, rx_mbps=8)
+    p2 = FakePort(2, tx_mbps=8)
+    n = 30
+    with DataplaneLoop(FakeSwitch(), [p1, p2]):
+        t0 = time.monotonic()
+        for i in range(n):
+            p1.inject(b"%04d" % i + bytes(996))
+        wait_for(lambda: len(p2.sent) == n)
+    assert [f[:4] for _, f in p2.sent] == [b"%04d" % i for i in range(n)]
+    for k, (t, _) in enumerate(p2.sent):
+        assert t - t0 >= (k + 2) * 1e-3 - 1e-4, (k, t - t0)
+
+
 def test_loop_jitter_may_reorder_but_delivers_all() -> None:
     p1 = FakePort(1)
     p2 = FakePort(2, impairment=Impairment(delay_ms=10, jitter_ms=8, seed=5))
@@ -314,6 +341,9 @@ def run_serve(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[st
     (["-i", "1@lo", "--drop-rate", "2"], "drop rate"),
     (["-i", "1@lo", "--grpc-addr", "nohost"], "HOST:PORT"),
     (["-i", "1@lo", "--impair", "5:drop=0.1"], "unknown port"),
+    (["-i", "1@lo", "--tx-mbps", "1:0"], "MBPS > 0"),
+    (["-i", "1@lo", "--tx-mbps", "1"], "PORTNUM:MBPS"),
+    (["-i", "1@lo", "--rx-mbps", "2:10"], "--rx-mbps for unknown port"),
     (["-i", "1@lo", "--bogus"], "unrecognized"),
 ])
 def test_serve_bad_arguments(args: list[str], message: str) -> None:
