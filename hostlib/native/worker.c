@@ -37,6 +37,17 @@ static void w_rack(Worker *w, int64_t e) {
     if (w->first_sent[e] + rack < w->deadline[e]) w->deadline[e] = w->first_sent[e] + rack;
 }
 
+/* Worker._retime_first_copies: the first measured RTO bounds the first copies sent under the
+ * initial one */
+static void w_retime_first_copies(Worker *w) {
+    double rto = rto_value(&w->rto);
+    for (int64_t e = w->base; e < w->next; e++)
+        if (w->pend[e] && !w->retx[e] && w->first_sent[e] + rto < w->deadline[e]) {
+            w->deadline[e] = w->first_sent[e] + rto;
+            w->timeout[e] = rto;
+        }
+}
+
 /* Worker._presume_stale: first copies that waited STALE_AFTER path srtts, oldest first, within
  * the recovery bound, presumed lost (their slots freed, their timers kept); how many */
 static int64_t w_presume_stale(Worker *w, double now) {
@@ -103,7 +114,9 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
         w->n_pending--;
         if (!w->retx[idx]) {                                             /* Karn */
             double rtt = now - w->first_sent[idx];
+            int guessed = !w->rto.has_srtt;
             rto_sample(&w->rto, rtt);
+            if (guessed) w_retime_first_copies(w);
             w_path_sample(w, w->sub[idx], rtt);
             w->path_clean[w->sub[idx]] = now;
             if (w->later[idx] < 0) w->n_recovering--;     /* presumed lost, yet answered */

@@ -216,13 +216,28 @@ def test_worker_tail_loss_probe_once_the_last_first_copy_is_out() -> None:
 
 def test_worker_round_sent_whole_before_any_result_gets_no_tail_probe() -> None:
     """A round whose last first copy leaves before any of its results (it fits the window)
-    keeps its RTOs: nothing shows yet that the peers are sending."""
+    keeps an RTO: nothing shows yet that the peers are sending."""
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=4,
                 rto=RtoEstimator(initial=0.01, minimum=0.008, maximum=0.05))
     wk.push(np.zeros(2 * K))
     assert len(wk.start(0.0)) == 2                               # the whole round at once
     wk.on_frame(_result(5, 0, np.zeros(K)), 0.001)
-    assert wk._pending == {1: pytest.approx(0.01)}               # its RTO, not a RACK window
+    assert wk._pending == {1: pytest.approx(0.008)}              # the measured RTO, not a RACK window
+
+
+def test_worker_first_round_trip_retimes_copies_sent_under_the_initial_rto() -> None:
+    """The initial RTO is a guess (RFC 6298): once a round trip is measured, first copies sent
+    under the guess wait no longer than the measured RTO; later sends use it directly, and a
+    second sample changes nothing already armed."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=6.0, minimum=0.2, maximum=10.0))
+    wk.push(np.zeros(5 * K))
+    assert len(wk.start(0.0)) == 3
+    assert wk._pending == {0: 6.0, 1: 6.0, 2: 6.0}
+    wk.on_frame(_result(5, 0, np.zeros(K)), 0.1)                  # srtt 0.1, rttvar 0.05: RTO 0.3
+    assert wk._pending == {1: pytest.approx(0.3), 2: pytest.approx(0.3), 3: pytest.approx(0.4)}
+    wk.on_frame(_result(5, 1, np.zeros(K)), 0.35)                 # a larger RTO now: nothing re-armed
+    assert wk._pending[2] == pytest.approx(0.3) and wk.rto.rto > 0.3
 
 
 def test_ps_recovers_again_an_answer_round_trip_later() -> None:
