@@ -31,6 +31,7 @@ import numpy as np
 from controller.deploy import slot_function
 from controller.esa_priority import JobProgress
 from hostlib.drivers import UdpTransport, run_udp
+from hostlib.layers import LayerRelease
 from hostlib.protocol import encode_fragments, fragment_layout
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
@@ -150,6 +151,25 @@ def job_progress(esa: dict[str, Any] | None) -> JobProgress | None:
                        rounds_total=esa.get("rounds"))
 
 
+# a round's computation is the forward pass, then backpropagation, about twice as long (one
+# pass for the activations' gradients, one for the weights')
+FORWARD_SHARE = 1.0 / 3.0
+
+
+def layer_release_times(sizes: Sequence[int], start: float, compute: float) -> list[float]:
+    """When a layered worker's sub-models (``sizes`` in model order: sub-model 0 is the front
+    layer) have their gradients, computing for ``compute`` seconds from ``start``: the k-th time
+    is when the last k + 1 are done, the backward pass covering the model from its last layer
+    at an even rate per parameter (hostlib.layers.LayerRelease's times)."""
+    total = sum(sizes) or 1
+    backward_from = start + FORWARD_SHARE * compute
+    done, times = 0, []
+    for size in reversed(sizes):
+        done += size
+        times.append(backward_from + (1.0 - FORWARD_SHARE) * compute * done / total)
+    return times
+
+
 def compute_seconds(compute: float, jitter: float, seed: int, rnd: int) -> float:
     """A worker's computation (forward and backward pass) before round ``rnd``'s gradients:
     the job's ``compute`` seconds plus a U(0, ``jitter``) delay of its own, seeded (ESA §7.2.1's
@@ -201,10 +221,13 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     workers = [Worker(p["job_id"], p["worker_id"], p["ps_ip"], cfg["ip"],
                       [FragmentLabel(*lab) for lab in p["labels"]], mac=cfg["mac"], lanes=lanes,
                       window=cfg.get("window", 8), rto=_rto(cfg), node_tries=cfg.get("node_tries", NODE_TRIES),
-                      loss_detection=cfg.get("loss_detection", "rack"),
+                      loss_detection=cfg.get("loss_detection", "rack"), layered=cfg.get("layered", False),
                       slot_of=None if p.get("slot_pools") is None else slot_function(
                           p["job_id"], {int(n): (b, s) for n, (b, s) in p["slot_pools"].items()}))
                for p in parts]
+    layered = cfg.get("layered", False)
+    if layered and len(parts) > 1:
+        raise ValueError("a layered job's model is on one PS: one part per host")
     agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
     tr = CountingTransport(cfg["ip"], lanes=lanes)
     records: list[list[dict[str, Any]]] = [[] for _ in parts]
@@ -234,19 +257,24 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
                     break
                 continue
             comp = compute_seconds(cfg.get("compute", 0.0), cfg.get("jitter", 0.0), parts[0]["seed"], rnd)
-            if comp > 0:
+            # layered: the round goes out after the forward pass, each sub-model as
+            # backpropagation computes it (times from the push: run_udp's clock starts there)
+            wait = comp * FORWARD_SHARE if layered else comp
+            releases = layer_release_times(parts[0]["submodel_sizes"], -wait, comp) if layered else None
+            if wait > 0:
                 t = time.time()          # computing; still answering the PS about the last round
                 if workers[0].round >= 0:
-                    run_udp(agent, tr, comp, stop=lambda: time.time() - t >= comp)
-                time.sleep(max(0.0, comp - (time.time() - t)))
+                    run_udp(agent, tr, wait, stop=lambda: time.time() - t >= wait)
+                time.sleep(max(0.0, wait - (time.time() - t)))
             for p, wk, prog in zip(parts, workers, progress):
                 wk.labels = dict(enumerate(measured_labels(round_labels(
                     [FragmentLabel(*lab) for lab in p["labels"]], p.get("priorities"), rnd, p.get("round_fan_in")),
                     prog, (p.get("esa") or {}).get("unit", 1.0))))
                 sizes = p["submodel_sizes"]
-                wk.push(gradient(round_seeds([p["seed"]], rnd)[0], sum(sizes)), sizes, round=rnd)
+                wk.push(gradient(round_seeds([p["seed"]], rnd)[0], sum(sizes)), sizes, round=rnd,
+                        ready=0 if layered else None)
             t = time.time()
-            finished = run_udp(agent, tr, timeout)
+            finished = run_udp(agent if releases is None else LayerRelease(agent, releases), tr, timeout)
             comm = time.time() - t
             for p, rec, wk, prog in zip(parts, records, workers, progress):
                 st = wk.stats

@@ -15,7 +15,7 @@ from controller.model import Topology
 from hostlib.protocol import HEADER_LEN
 from hostlib.worker import DEFAULT_WINDOW
 
-from .agents import UDP_OVERHEAD, round_labels
+from .agents import UDP_OVERHEAD, layer_release_times, round_labels
 from .experiment import JobSpec, link_bits_per_s
 from .inprocess import run_jobs as run_inprocess
 
@@ -49,6 +49,19 @@ def host_link_round_seconds(submodel_sizes: list[int], link_mbps: float, lanes: 
     ratio_to_host_link; the link-rate ideal is link_bounds')."""
     frames = sum(-(-n // lanes) for n in submodel_sizes)
     return frames * (UDP_OVERHEAD + HEADER_LEN + 4 * lanes) * 8 / (link_mbps * 1e6)
+
+
+def round_floor(submodel_sizes: list[int], compute: float, link_mbps: float, lanes: int = LANES,
+                layered: bool = False) -> float:
+    """The least time a round can take, its computation included: the computation, then the
+    worker's frames back to back on its own link; a layered worker's (hostlib.layers) sub-models
+    go as backpropagation computes them, so the round is at least each one's release time plus
+    the link time of it and every sub-model sent after it."""
+    if not layered:
+        return compute + host_link_round_seconds(submodel_sizes, link_mbps, lanes)
+    released = layer_release_times(submodel_sizes, 0.0, compute)           # send order: last layer first
+    link = [host_link_round_seconds([n], link_mbps, lanes) for n in reversed(submodel_sizes)]
+    return max(t + sum(link[k:]) for k, t in enumerate(released))
 
 
 @dataclass(frozen=True)

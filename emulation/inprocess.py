@@ -22,6 +22,7 @@ from controller.deploy import (PART_JOB_ID_STRIDE, Deployment, FabricDeployment,
 from controller.ina_tables import InaTables
 from controller.model import Topology
 from hostlib.drivers import SimReport, run_on_fabric
+from hostlib.layers import LayerRelease
 from hostlib.protocol import ETH_IP_UDP_LEN, Flags
 from hostlib.ps import ParameterServer
 from hostlib.rto import RtoEstimator
@@ -31,7 +32,8 @@ from p4sim import Program, Switch, load_program
 from p4sim.fabric import Fabric
 
 from .experiment import link_bits_per_s
-from .agents import compute_seconds, expected_fixed, gradient, measured_labels, round_labels, round_seeds
+from .agents import (FORWARD_SHARE, compute_seconds, expected_fixed, gradient, layer_release_times, measured_labels,
+                     round_labels, round_seeds)
 
 ROOT = Path(__file__).resolve().parent.parent
 V1MODEL = ROOT / "p4src" / "v1model" / "ina.p4"
@@ -86,7 +88,8 @@ class _Part:
         labels = measured_labels(round_labels(self.labels, self.priorities, rnd), self.progress, self.unit)
         self.priority_log.append([lab.priority for lab in labels])
         self.worker.labels = dict(enumerate(labels))
-        self.worker.push(gradient(round_seeds(self.seeds, rnd)[self.index], sum(self.sizes)), self.sizes)
+        self.worker.push(gradient(round_seeds(self.seeds, rnd)[self.index], sum(self.sizes)), self.sizes,
+                         ready=0 if self.worker.layered else None)
 
     def record(self) -> None:
         self.results.append(self.worker.result_fixed())
@@ -100,24 +103,29 @@ class _TrainingWorker:
     before each round it computes for ``compute`` seconds plus its own seeded U(0, ``jitter``)
     (emulation.agents.compute_seconds, the Mininet agents' draws), still answering the PS
     meanwhile; records each round's finish time. A part's ``priorities`` relabel each round;
-    its ``progress`` (ESA) relabels it with Eq. 1 on what the job measured."""
+    its ``progress`` (ESA) relabels it with Eq. 1 on what the job measured. A host of layered
+    Workers pushes its round once the forward pass is done and sends each sub-model as
+    backpropagation computes it (emulation.agents.layer_release_times)."""
 
     def __init__(self, parts: Sequence[_Part], rounds: int, start_at: float = 0.0, *, compute: float = 0.0,
                  jitter: float = 0.0, on_round: Callable[[], None] | None = None) -> None:
         self.parts, self.rounds, self.start_at = list(parts), rounds, start_at
         self.compute, self.jitter, self.on_round = compute, jitter, on_round
+        self.release_at: list[float] | None = None   # a layered round's release times
         self.started = False
         self.resume_at: float | None = None      # when the computation before the next round ends
         self.finished: list[float] = []
         self.pushed_at: list[float] = []         # when each round's first copies went out
         self.computed: list[float] = []          # each round's computation before it (s)
-        self._agent: Worker | WorkerGroup = self._agent_of(self.parts)
+        self._agent: Worker | WorkerGroup | LayerRelease = self._agent_of(self.parts)
 
     @staticmethod
     def _agent_of(parts: Sequence[_Part]) -> Worker | WorkerGroup:
         return parts[0].worker if len(parts) == 1 else WorkerGroup([p.worker for p in parts])
 
     def add(self, part: _Part) -> None:
+        if part.worker.layered:
+            raise ValueError("a layered job's model is on one PS: one part per host")
         self.parts.append(part)
         self._agent = self._agent_of(self.parts)
 
@@ -125,6 +133,9 @@ class _TrainingWorker:
         first = self.parts[0]
         comp = compute_seconds(self.compute, self.jitter, first.seeds[first.index], len(self.finished))
         self.computed.append(comp)
+        if self.parts[0].worker.layered:
+            self.release_at = layer_release_times(self.parts[0].sizes, now, comp)
+            comp *= FORWARD_SHARE
         if comp > 0:
             self.resume_at = now + comp
             return []
@@ -135,7 +146,9 @@ class _TrainingWorker:
         self.pushed_at.append(now)
         for p in self.parts:
             p.push(len(self.finished))
-        return [f for p in self.parts for f in p.worker.start(now)]
+        if self.release_at is not None:
+            self._agent = LayerRelease(self.parts[0].worker, self.release_at)
+        return self._agent.start(now)
 
     def start(self, now: float) -> list[bytes]:
         if now < self.start_at:
@@ -264,7 +277,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
              jitter: float = 0.0, esa: Mapping[int, Mapping[str, Any]] | None = None,
              on_round: Callable[[], None] | None = None, loss_detection: str = "rack",
              observe: Callable[[float, str, bytes, list[bytes]], None] | None = None,
-             capacities: bool = False) -> list[InProcessResult]:
+             capacities: bool = False, layered: bool = False) -> list[InProcessResult]:
     """Every job of ``fd`` at once on one fabric: job ``j`` runs ``rounds[j]`` rounds from
     ``starts[j]`` (simulated seconds), relabelled per round by ``priorities[j]``; PSes on one
     host serve their jobs together. ``members[j]``: the worker ids of job ``j`` that run (default
@@ -278,7 +291,8 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
     bar); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION); ``observe``: see
     hostlib.drivers.run_on_fabric; ``capacities`` (with ``bw_scale``): a node with a
     ``capacity_gbps`` (InArt's switch aggregation and PS processing rates) processes what it
-    aggregates, a PS what it receives, at that rate scaled like the links. One result per job,
+    aggregates, a PS what it receives, at that rate scaled like the links; ``layered``: workers
+    send layer by layer as backpropagation computes them (hostlib.layers). One result per job,
     in ``fd.jobs`` order."""
     fabric = build_fabric(topo, fd.ops, ina_program(lanes))
     make_rto = (lambda: RtoEstimator(**vars(rto))) if rto is not None else RtoEstimator
@@ -310,7 +324,7 @@ def run_jobs(topo: Topology, fd: FabricDeployment, *, rounds: Mapping[int, int],
             # the v1model program's nodes keep their results (rule 8): more tries at the node
             wk = Worker(dep.job_id, i, a[dep.ps].ip, a[w].ip, dep.labels[w], mac=a[w].mac, lanes=lanes,
                         window=window, rto=make_rto(), node_tries=NODE_TRIES_KEPT, loss_detection=loss_detection,
-                        slot_of=slot_of)
+                        slot_of=slot_of, layered=layered)
             inputs = (esa or {}).get(dep.job_id)
             progress = None if not inputs else JobProgress(
                 comm_prior=float(inputs["comm_prior"]), comp_prior=float(inputs["comp_prior"]),

@@ -82,7 +82,7 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
                    compute: Mapping[int, float] | None = None, jitter: float = 0.0,
                    esa: Mapping[int, dict[str, Any]] | None = None,
                    node_tries: int = NODE_TRIES, loss_detection: str = "rack",
-                   slots: bool = True) -> dict[str, tuple[str, dict]]:
+                   slots: bool = True, layered: bool = False) -> dict[str, tuple[str, dict]]:
     """host → (role, config) for every PS and worker of every job (PSes on one host merged).
     ``participants``: job → per round the worker ids taking part (GOAT-Async); the fan-in a
     worker's packets carry then counts that round's participants at its node. ``compute``: job →
@@ -90,11 +90,12 @@ def _agent_configs(fd: FabricDeployment, workdir: Path, *, window: int, seeds: l
     ``esa``: job → the inputs its workers need to evaluate ESA's Eq. 1 on what they measure
     (emulation.agents.job_progress); ``node_tries``: each worker's retransmissions of a fragment
     to its node before the PS (hostlib.worker); ``slots``: SwitchML's workers follow the
-    program's aggregator indexes (controller.deploy.slot_pools; v1model's hash only)."""
+    program's aggregator indexes (controller.deploy.slot_pools; v1model's hash only);
+    ``layered``: workers send layer by layer as backpropagation computes them (hostlib.layers)."""
     go, finish = workdir / "go", workdir / "finish"
     most = max(rounds.values())
     common = {"lanes": lanes, "go_file": str(go), "timeout": timeout, "rto": rto or {}, "finish_file": str(finish),
-              "node_tries": node_tries, "loss_detection": loss_detection}
+              "node_tries": node_tries, "loss_detection": loss_detection, "layered": layered}
     cfgs: dict[str, tuple[str, dict[str, Any]]] = {}
     for k, dep in enumerate(fd.jobs):
         a, cfg = dep.addresses, dep.job_config
@@ -153,12 +154,12 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
              participants: Mapping[int, list[list[int]]] | None = None,
              progress: Callable[[int], None] | None = None, compute: Mapping[int, float] | None = None,
              jitter: float = 0.0, esa: Mapping[int, dict[str, Any]] | None = None,
-             loss_detection: str = "rack") -> list[RoundResult]:
+             loss_detection: str = "rack", layered: bool = False) -> list[RoundResult]:
     """Every job of ``fd`` at once: PSes and workers as processes in their hosts, job ``j``
     running ``rounds[j]`` rounds from ``starts[j]`` s after the common start (``timeout``
     bounds each round). ``progress(n)`` is called as rounds complete (n: newly completed
-    rounds, summed over jobs); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION).
-    One result per job, in ``fd.jobs`` order."""
+    rounds, summed over jobs); ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION);
+    ``layered``: they send layer by layer (hostlib.layers). One result per job, in ``fd.jobs`` order."""
     workdir.mkdir(parents=True, exist_ok=True)
     for f in workdir.glob("*"):
         if f.is_file():
@@ -170,7 +171,7 @@ def run_jobs(net: EmuNet, fd: FabricDeployment, workdir: Path, *, rounds: Mappin
                           lanes=net.lanes, participants=participants, compute=compute, jitter=jitter, esa=esa,
                           # the v1model program's nodes keep their results (rule 8), the TNA one's not
                           node_tries=NODE_TRIES_KEPT if net.arch == "v1model" else NODE_TRIES,
-                          loss_detection=loss_detection, slots=net.arch == "v1model")
+                          loss_detection=loss_detection, slots=net.arch == "v1model", layered=layered)
     procs = {}
     for host, (role, c) in cfgs.items():
         path = workdir / f"{host}.config.json"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from controller.deploy import ina_fraction
 
-from .bounds import host_link_round_seconds, spec_of
+from .bounds import host_link_round_seconds, round_floor, spec_of
 from .calibrate import BUSY_LINK_BOUND, pace_note
 from .compare import comparison_markdown
 from .experiment import JobSpec
@@ -41,8 +41,9 @@ def summarise(run: SchemeRun, specs: list[JobSpec], loss: float, link_mbps: floa
             "mean_round_s": round(mean, 3), "ideal_round_s": round(bound.seconds, 4),
             "compute_s": round(compute, 3),
             # no scheme's JCT can be shorter: each round the slowest worker's computation, then a
-            # worker's frames back to back on its own link
-            "jct_floor_s": round(n_rounds * (compute + host_link), 3),
+            # worker's frames back to back on its own link (layered: as they are computed)
+            "jct_floor_s": round(n_rounds * round_floor(dep.submodel_sizes, compute, link_mbps, run.lanes,
+                                                        run.layered), 3),
             "ratio_to_ideal": round((mean - compute) / bound.seconds, 2), "busiest_link": bound.link,
             "host_link_s": round(host_link, 4), "ratio_to_host_link": round(mean / host_link, 2),
             "link_busy": f"{res.busiest_link_seconds / res.wall_seconds:.0%} {res.busiest_link}" if res.wall_seconds else "",
@@ -134,7 +135,7 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[SchemeRun], out: Path, 
     if notes:
         lines += [""] + [f"* {n}" for n in notes]
     lines += ["", "jct_s: the job's slowest worker, from the job's start (its first round's computation included) to the last result of its last round "
-              "(mean_round_s: that over the rounds; per round: rounds.csv); jct_floor_s: the least JCT any scheme could reach (each round the slowest worker's computation, then a worker's frames back to back on its own link); ideal_round_s: the link-rate ideal, "
+              "(mean_round_s: that over the rounds; per round: rounds.csv); jct_floor_s: the least JCT any scheme could reach (each round the slowest worker's computation, then a worker's frames back to back on its own link; a layered worker's sub-models from when backpropagation computes them); ideal_round_s: the link-rate ideal, "
               "the busiest link's bytes in a lossless round of the plan (jobs side by side) at its rate "
               "(busiest_link: which one); ratio_to_ideal: mean round / that; ratio_to_host_link: mean round / a "
               "worker's frames back to back on its own link (the ideal of a fabric sharing no link); link_busy: the "

@@ -68,6 +68,7 @@ class Setting:
     link_mbps: float | None = None     # a fixed link rate instead of the probe's (under --link-mbps auto)
     loss_detection: str = "rack"       # the workers' (hostlib.worker.LOSS_DETECTION)
     serialize: bool = False            # emulation: the switches hold each frame for its time on the link
+    layered: bool = False              # workers send layer by layer, overlapping backpropagation
     instruments: tuple[str, ...] = INSTRUMENTS     # where it runs: too large to emulate: the twin only
 
     def specs(self) -> list[JobSpec]:
@@ -96,6 +97,10 @@ class Setting:
             text += f", {'/'.join(s for s in self.schemes if s in MULTI_PS)} with {self.ps_per_job} PSes per job"
         if self.loss_detection != "rack":
             text += f", workers detect loss by {self.loss_detection}"
+        if self.layered:
+            text += ", sent layer by layer as backpropagation computes them"
+        if self.serialize:
+            text += ", the emulation's switches serialize every frame at the link rate"
         return text
 
 
@@ -125,10 +130,13 @@ def settings(quick: bool = False) -> list[Setting]:
     # Memory as scarce as the paper's: its windows are the bandwidth-delay product (1 MB at 100
     # Gb/s, §2.2), here 3 fragments (a fragment takes 0.12 ms on a 20 Mb/s link, a round trip
     # through the switch about 0.3 ms), and its 5 MB is 5/8 of 8 jobs' windows: 15 aggregators,
-    # 16 here. The PSes sit under a relay switch (controller.topologies.single_switch)
+    # 16 here. The PSes sit under a relay switch (controller.topologies.single_switch). Workers
+    # send layer by layer as backpropagation computes them (§7.2.1; hostlib.layers), the last
+    # of a model's 4 sub-models first
     esa += [Setting(f"§7.2, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=8, mb=(1.0, 0.5), rounds=3, pool=16,
                     switch_mb=1000.0, topology="single", hosts_per_edge=64, k=8, programmable=1.0, compute=(0.2, 0.4),
-                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", window=3, instruments=("twin",))
+                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", window=3, instruments=("twin",),
+                    layered=True)
             for n in ((3,) if quick else (2, 3, 4, 8))]
     # the same at a size both instruments run (one p4sim switch carries every worker's stream):
     # 4 workers per job on 16 servers, models 10x smaller, links at 1 Mb/s, computation and
@@ -138,7 +146,8 @@ def settings(quick: bool = False) -> list[Setting]:
     # share 2 cores), so its round trips are the links' as on the twin
     esa += [Setting(f"§7.2 on 16 servers, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.1, 0.05), rounds=3,
                     pool=64, switch_mb=1000.0, topology="single", hosts_per_edge=16, k=4, programmable=1.0,
-                    compute=(0.4, 0.8), jitter=0.1, link_mbps=1.0, loss_detection="dupack", serialize=True)
+                    compute=(0.4, 0.8), jitter=0.1, link_mbps=1.0, loss_detection="dupack", serialize=True,
+                    layered=True)
             for n in ((3,) if quick else (3, 4))]
     # the same two settings with memory below the contending jobs' bandwidth-delay products, as
     # §7.2's 5 MB is at 8 jobs (about 5/8 of their windows): on links that serialize every
@@ -223,7 +232,7 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
         if instrument == "twin":
             done = run_scheme_twin(topo, jobs, specs, scheme, bw_scale=bw_scale_for(topo, rate),
                                    rto=host_timers(RTO_MIN, RTO_MAX, rate), jitter=setting.jitter, log=log,
-                                   loss_detection=setting.loss_detection,
+                                   loss_detection=setting.loss_detection, layered=setting.layered,
                                    on_round=None if progress is None else _per_job_round(progress, setting.workers),
                                    **common)  # type: ignore[arg-type]
         else:
@@ -231,7 +240,8 @@ def run_setting(setting: Setting, *, run: int, out: Path, link_mbps: float | str
                               bw_scale=bw_scale_for(topo, rate), timeout=300.0,
                               rto=host_timers(RTO_MIN, RTO_MAX, rate), log=log, progress=progress,
                               jitter=setting.jitter, loss_detection=setting.loss_detection,
-                              serialize=setting.serialize, **common)  # type: ignore[arg-type]
+                              serialize=setting.serialize, layered=setting.layered,
+                              **common)  # type: ignore[arg-type]
         tag = {"comparison": setting.comparison, "setting": setting.name, "run": run, "link_mbps": rate,
                "instrument": instrument}
         results += [{**tag, **r} for r in summarise(done, specs, 0.0, rate)]

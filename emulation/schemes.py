@@ -51,6 +51,7 @@ class SchemeRun:
     dropped: int | None = None          # frames the switches' loss impairment dropped (all jobs; None: not known)
     loss: float = 0.0                   # the switches' drop rate
     label: str = ""                     # how plots name it (the scheme, or with its loss when a run has several)
+    layered: bool = False               # workers sent layer by layer, overlapping backpropagation
 
 
 @dataclass
@@ -100,14 +101,15 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                rto: dict[str, float] | None = None, pool: int = DEFAULT_POOL, switch: str = "p4sim",
                log: Callable[[str], None] = print, progress: Callable[[int], None] | None = None,
                prepared: PreparedScheme | None = None, jitter: float = 0.0,
-               loss_detection: str = "rack", serialize: bool = False) -> SchemeRun:
+               loss_detection: str = "rack", serialize: bool = False, layered: bool = False) -> SchemeRun:
     """Plan ``scheme`` for ``jobs`` (or take ``prepared``: :func:`prepare_scheme`'s, at any
     bandwidth scale), build a fresh Mininet net, install over P4Runtime and run every job's
     rounds. ``pool``: aggregators per switch (small pools make jobs contend: ESA's setting);
     each worker computes its spec's ``compute`` seconds per round plus U(0, ``jitter``). ESA's
     workers evaluate Eq. 1 each round on what their job measured (:func:`esa_inputs`);
     ``loss_detection``: the workers' (hostlib.worker.LOSS_DETECTION); ``serialize``: the switches
-    hold every frame for its time on the link (:class:`emulation.net.EmuNet`)."""
+    hold every frame for its time on the link (:class:`emulation.net.EmuNet`); ``layered``: the
+    workers send layer by layer as backpropagation computes them (hostlib.layers)."""
     if prepared is None:
         prepared = prepare_scheme(topo, jobs, specs, scheme, bw_scale=bw_scale, window=window, seed=seed, pool=pool,
                                   switch=switch, log=log)
@@ -133,7 +135,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
                            participants=joined, progress=progress,
                            compute={i: sp.compute for i, sp in spec.items()}, jitter=jitter,
                            esa=esa_inputs(fd, spec, bounds, jitter) if scheme == "esa" else None,
-                           loss_detection=loss_detection)
+                           loss_detection=loss_detection, layered=layered)
     finally:
         net.stop()
     dropped = net.impairment_drops()
@@ -148,7 +150,7 @@ def run_scheme(topo: Topology, jobs: list[Job], specs: list[JobSpec], scheme: st
     if dropped is not None:
         log(f"[{scheme}] the switches dropped {dropped} frames; the workers resent {resent} fragments"
             + (f" ({resent / dropped:.2f} resends per dropped frame)" if dropped else ""))
-    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds, dropped, loss)
+    return SchemeRun(scheme, results, fd, entries, net.lanes, bounds, dropped, loss, layered=layered)
 
 
 def esa_inputs(fd: FabricDeployment, specs: Mapping[int, JobSpec], bounds: Mapping[int, LinkBound],

@@ -88,12 +88,13 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
                     window: int, seed: int, rto: dict[str, float], pool: int, jitter: float = 0.0,
                     loss: float = 0.0, loss_detection: str = "rack", prepared: PreparedScheme | None = None,
                     on_round: Callable[[], None] | None = None, log: Callable[[str], None] = print,
-                    switch: str = "p4sim") -> SchemeRun:
+                    switch: str = "p4sim", layered: bool = False) -> SchemeRun:
     """``scheme`` planned and deployed for ``jobs`` (or ``prepared``) and run on the twin with
     every link at its capacity / ``bw_scale``; each worker computes its spec's ``compute`` plus
     U(0, ``jitter``) before every round; ``rto``: the hosts' timers (emulation.run.host_timers).
     ``on_round()`` is called as any worker finishes a round. ``switch``: p4sim only (the twin
-    runs the v1model program in process)."""
+    runs the v1model program in process); ``layered``: the workers send layer by layer as
+    backpropagation computes them (hostlib.layers)."""
     if switch != "p4sim":
         raise ValueError(f"the twin runs p4sim's v1model program, not {switch!r}")
     if prepared is None:
@@ -108,7 +109,8 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
                        compute={i: s.compute for i, s in spec.items()}, jitter=jitter,
                        esa=esa_inputs(fd, spec, prepared.bounds, jitter) if scheme == "esa" else None,
                        until=1e6, max_events=MAX_EVENTS, on_round=on_round, loss_detection=loss_detection,
-                       observe=None if evictions is None else evictions.observe, capacities=True)
+                       observe=None if evictions is None else evictions.observe, capacities=True,
+                       layered=layered)
     report = results[0].report if results else None
     rates = link_bits_per_s(topo, bw_scale)
     carried: dict[tuple[str, str], int] = {}
@@ -134,7 +136,7 @@ def run_scheme_twin(topo: Topology, jobs: list[Job], specs: list[JobSpec], schem
                                     extra={} if evictions is None else
                                     {"evictions": evictions.per_job().get(dep.job_id, {"evicted": 0})}))
     return SchemeRun(scheme, jobs_out, fd, sum(len(v) for v in fd.ops.values()), bounds=prepared.bounds,
-                     dropped=report.lost if report else None, loss=loss)
+                     dropped=report.lost if report else None, loss=loss, layered=layered)
 
 
 __all__ = ["run_scheme_twin", "Eviction", "EvictionLog", "MAX_EVENTS"]

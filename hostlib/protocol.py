@@ -328,6 +328,14 @@ def send_order(submodel_sizes: Sequence[int], lanes: int = DEFAULT_LANES) -> np.
     return np.lexsort((sub, (2 * frag + 1) / (2 * counts[sub]))).astype(np.int64)
 
 
+def layer_order(submodel_sizes: Sequence[int], lanes: int = DEFAULT_LANES) -> np.ndarray:
+    """The order of a worker that sends layer by layer as backpropagation computes them: the
+    last sub-model (the output layer's gradients, computed first) first, the front one last,
+    each in fragment order (indexes into :func:`fragment_layout`'s rows)."""
+    sub, frag, _, _ = fragment_layout(submodel_sizes, lanes)
+    return np.lexsort((frag, -sub)).astype(np.int64)
+
+
 def encode_fragments(values: np.ndarray, submodel_sizes: Sequence[int] | None = None, scale_bits: int = 16,
                      lanes: int = DEFAULT_LANES, clip: bool = False) -> np.ndarray:
     """A whole gradient → int32 fixed point, one row of ``lanes`` per fragment (rows as

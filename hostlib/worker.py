@@ -27,7 +27,7 @@ import numpy as np
 from .agent import each_frame
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
                        ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
-                       frame_fields, frame_prefix, header_array, send_order)
+                       frame_fields, frame_prefix, header_array, layer_order, send_order)
 from .rounds import Round
 from .rto import RETRY_MIN, RtoEstimator, smoothed
 
@@ -155,7 +155,7 @@ class Worker:
                  window: int = DEFAULT_WINDOW, reach: int | None = None, recovery: int | None = None,
                  rto: RtoEstimator | None = None, clip: bool = False, native: bool = True,
                  node_tries: int = NODE_TRIES, loss_detection: str = "rack",
-                 slot_of: Callable[[int, int, int], int] | None = None) -> None:
+                 slot_of: Callable[[int, int, int], int] | None = None, layered: bool = False) -> None:
         if window < 1:
             raise ValueError("window must be at least one fragment")
         if loss_detection not in LOSS_DETECTION:
@@ -168,6 +168,11 @@ class Worker:
         # collides with itself. None: any fragment in the window goes
         self.slot_of = slot_of
         self._slots: list[int] | None = None
+        # layered: a round goes layer by layer, the last sub-model first (protocol.layer_order),
+        # each only once the application released it (push's ready, release): its gradients
+        # computed, so sending overlaps backpropagation. Else sub-models interleave (send_order)
+        self.layered = layered
+        self._ready = 0                         # fragments (a prefix of the send order) released
         # retransmitted fragments hold no window slot, up to this many (default: the window);
         # each one beyond holds a slot again. Unbounded, a lossy round's recoveries piled up on
         # the PS's link faster than it could answer them (5 % loss, window 16, in
@@ -239,10 +244,12 @@ class Worker:
 
     # ------------------------------------------------------------------ application side
     def push(self, gradient: np.ndarray, submodel_sizes: Sequence[int] | None = None,
-             round: int | None = None) -> None:
+             round: int | None = None, ready: int | None = None) -> None:
         """Prepare the next all-reduce round of ``gradient`` (flat floats), cut into sub-models
         of the given sizes (default: one sub-model). ``round``: its number (default: the last
-        one plus 1, starting at 0); rounds only increase. Call ``start`` to send."""
+        one plus 1, starting at 0); rounds only increase. ``ready`` (a layered worker): how many
+        sub-models, in send order, may go now (default all; :meth:`release` the rest). Call
+        ``start`` to send."""
         if self._started and not self.done():
             raise RuntimeError(f"round {self.round} is not complete: a worker starts a round only "
                                "once it holds every result of the previous one")
@@ -258,6 +265,8 @@ class Worker:
             raise ValueError(f"no fragment label for sub-models {missing}")
         if not 0 <= self.worker_id < MAX_WORKERS:
             raise ProtocolError(f"worker_id {self.worker_id} out of range 0..{MAX_WORKERS - 1}")
+        if ready is not None and not self.layered:
+            raise ValueError("ready: sub-models are released one after another by a layered worker only")
         lab = [self.labels[s] if sizes[s] else FragmentLabel(0, 0) for s in range(len(sizes))]
         wire = self._encode_fast(g, sizes, lab, rnd)
         if wire is None:
@@ -271,7 +280,7 @@ class Worker:
                                    priority=per_sub("priority"), bitmap=1 << self.worker_id, round=rnd)
             wire = build_frames(headers, encoded, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac,
                                 dst_mac=self.gateway_mac)
-        order = send_order(sizes, self.lanes)
+        order = (layer_order if self.layered else send_order)(sizes, self.lanes)
         n_frag = len(order)
         if n_frag and not bool((order == np.arange(n_frag)).all()):
             wire = np.frombuffer(wire, dtype=np.uint8).reshape(n_frag, -1)[order].tobytes()   # send order
@@ -296,6 +305,24 @@ class Worker:
         self._newest_answered = -1.0
         self._base = self._next = 0
         self._started = False
+        self._ready = n
+        if ready is not None:
+            self._ready = 0
+            self._release(ready)
+
+    def _release(self, submodels: int) -> None:
+        r = self._cur
+        assert r is not None
+        last = len(r.count) - 1           # layer order: the last sub-model first
+        self._ready = sum(r.count[last - k] for k in range(min(submodels, len(r.count))))
+
+    def release(self, submodels: int, now: float) -> list[bytes]:
+        """A layered worker's application computed the gradients of the first ``submodels``
+        sub-models in send order (the last layers): they may go; returns what goes now."""
+        if not self.layered or self._cur is None:
+            raise ValueError("release: a layered worker's pushed round only")
+        self._release(submodels)
+        return self._fill(now) if self._started else []
 
     def _encode_fast(self, g: np.ndarray, sizes: list[int], lab: list[FragmentLabel], rnd: int) -> bytes | None:
         """The round's first copies from the installed one-pass encoder (the same bytes as the
@@ -628,7 +655,7 @@ class Worker:
         room = self.window - len(pending) + min(self._recovering, self.recovery)
         if room <= 0 and self._recovering < self.recovery:
             room += self._presume_stale(r, now)
-        stop = min(len(r), self._base + self.reach)
+        stop = min(self._ready, self._base + self.reach)
         if self._slots is not None and room > 0:
             stop = self._slot_free_until(stop, room)
         if room <= 0 or self._next >= stop:
@@ -672,8 +699,8 @@ class Worker:
     @property
     def c_capable(self) -> bool:
         """Whether hostlib.native's C worker implements this Worker's options: "rack" loss
-        detection and no slot discipline."""
-        return self.loss_detection == "rack" and self.slot_of is None
+        detection, no slot discipline, sub-models interleaved (not layered)."""
+        return self.loss_detection == "rack" and self.slot_of is None and not self.layered
 
     def _slot_free_until(self, stop: int, room: int) -> int:
         """The first fragment from ``_next`` on whose aggregator one in flight (or one before it

@@ -147,6 +147,23 @@ def test_two_jobs_sharing_switches_on_mininet_are_exact(scheme: str, tmp_path: P
         assert run.deployment.ina_switches
 
 
+def test_layered_workers_on_mininet_send_as_backpropagation_computes(tmp_path: Path) -> None:
+    """ESA's §7.2.1 hosts: each worker computes, pushes its round after the forward pass and
+    sends each sub-model as backpropagation computes it (hostlib.layers), two jobs, 2 rounds,
+    every round exact."""
+    from emulation.experiment import JobSpec, build_topology, place_jobs
+
+    topo = build_topology("fattree", k=2, hosts_per_edge=4, programmable=1.0)
+    specs = [JobSpec(MB, 2, compute=0.3), JobSpec(MB, 2, start=0.1, compute=0.3)]
+    jobs = place_jobs(topo, specs, 2)
+    run = _run_emulated(topo, jobs, specs, "esa", tmp_path, loss=0.0, rto_max=1.0, timeout=40, log=lambda _: None,
+                        layered=True, loss_detection="dupack")
+    assert run.layered
+    for res in run.jobs:
+        assert len(res.per_round()) == 2 and res.exact, res.workers
+        assert all(r["compute_seconds"] >= 0.3 for w in res.workers for r in w["rounds"])
+
+
 @pytest.mark.parametrize("scheme", ["goat", "esa"])
 def test_tna_program_installed_over_bfrt_on_mininet_is_exact_under_loss(scheme: str, tmp_path: Path) -> None:
     """`python -m emulation.run --arch tna`: the TNA program in p4sim, plans installed over

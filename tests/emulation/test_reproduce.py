@@ -38,6 +38,8 @@ def test_settings_scale_and_quick_is_smaller():
     # §7.2 on 16 servers, with its memory and with memory below the jobs' round trips: the
     # emulation's links serialize every frame there, as the twin's do
     assert [(s.pool, s.serialize) for s in emulated if s.name.startswith("§7.2")] == [(64, True)] * 2 + [(8, True)] * 2
+    # every §7.2 setting sends layer by layer, overlapping backpropagation (§7.2.1)
+    assert all(s.layered for s in full if s.name.startswith("§7.2")) and not any(s.layered for s in emulated[:3])
     # ESA §7.2 at its scale: the twin only, one switch, 8 workers per job, up to 8 jobs
     scaled = [s for s in full if s.instruments == ("twin",) and s.comparison == "esa"]
     assert {s.workers for s in scaled} == {8}

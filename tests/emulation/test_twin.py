@@ -30,8 +30,23 @@ def _run(scheme: str, setting: Setting = SETTING, seed: int = 1):
     jobs = place_jobs(topo, specs, setting.workers, switch_bytes=10**9)
     run = run_scheme_twin(topo, jobs, specs, scheme, bw_scale=bw_scale_for(topo, 20.0), window=setting.window,
                           seed=seed, rto=host_timers(RTO_MIN, RTO_MAX, 20.0), pool=setting.pool,
-                          jitter=setting.jitter, loss_detection=setting.loss_detection, log=lambda _: None)
+                          jitter=setting.jitter, loss_detection=setting.loss_detection, log=lambda _: None,
+                          layered=setting.layered)
     return run, summarise(run, specs, 0.0, 20.0)
+
+
+@pytest.mark.parametrize("scheme", ["esa", "atp"])
+def test_layered_workers_overlap_backpropagation_with_sending(scheme: str) -> None:
+    """Workers that send each sub-model as backpropagation computes it (the last layer first)
+    finish every round exact and sooner than workers that compute, then send; no job beats
+    the round floor that overlap allows."""
+    plain = _run(scheme)[1]
+    layered = _run(scheme, replace(SETTING, layered=True))[1]
+    assert all(r["exact"] for r in plain + layered)
+    mean = lambda rows: sum(r["jct_s"] for r in rows) / len(rows)     # noqa: E731
+    assert mean(layered) < mean(plain)
+    assert all(r["jct_s"] >= r["jct_floor_s"] for r in layered)
+    assert all(lay["jct_floor_s"] < p["jct_floor_s"] for lay, p in zip(layered, plain))
 
 
 def test_single_switch_puts_the_pses_under_a_relay_switch_without_memory() -> None:
