@@ -130,13 +130,10 @@ def settings(quick: bool = False) -> list[Setting]:
     # Memory as scarce as the paper's: its windows are the bandwidth-delay product (1 MB at 100
     # Gb/s, §2.2), here 3 fragments (a fragment takes 0.12 ms on a 20 Mb/s link, a round trip
     # through the switch about 0.3 ms), and its 5 MB is 5/8 of 8 jobs' windows: 15 aggregators,
-    # 16 here. The PSes sit under a relay switch (controller.topologies.single_switch). Workers
-    # send layer by layer as backpropagation computes them (§7.2.1; hostlib.layers), the last
-    # of a model's 4 sub-models first
+    # 16 here. The PSes sit under a relay switch (controller.topologies.single_switch)
     esa += [Setting(f"§7.2, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=8, mb=(1.0, 0.5), rounds=3, pool=16,
                     switch_mb=1000.0, topology="single", hosts_per_edge=64, k=8, programmable=1.0, compute=(0.2, 0.4),
-                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", window=3, instruments=("twin",),
-                    layered=True)
+                    jitter=0.1, link_mbps=20.0, loss_detection="dupack", window=3, instruments=("twin",))
             for n in ((3,) if quick else (2, 3, 4, 8))]
     # the same at a size both instruments run (one p4sim switch carries every worker's stream):
     # 4 workers per job on 16 servers, models 10x smaller, links at 1 Mb/s, computation and
@@ -146,8 +143,7 @@ def settings(quick: bool = False) -> list[Setting]:
     # share 2 cores), so its round trips are the links' as on the twin
     esa += [Setting(f"§7.2 on 16 servers, {n} jobs", "esa", ESA_SCHEMES, jobs=n, workers=4, mb=(0.1, 0.05), rounds=3,
                     pool=64, switch_mb=1000.0, topology="single", hosts_per_edge=16, k=4, programmable=1.0,
-                    compute=(0.4, 0.8), jitter=0.1, link_mbps=1.0, loss_detection="dupack", serialize=True,
-                    layered=True)
+                    compute=(0.4, 0.8), jitter=0.1, link_mbps=1.0, loss_detection="dupack", serialize=True)
             for n in ((3,) if quick else (3, 4))]
     # the same two settings with memory below the contending jobs' bandwidth-delay products, as
     # §7.2's 5 MB is at 8 jobs (about 5/8 of their windows): on links that serialize every
@@ -158,6 +154,11 @@ def settings(quick: bool = False) -> list[Setting]:
     scarce = " jobs, memory below their BDPs"
     esa += [replace(s, name=s.name.replace(" jobs", scarce), pool=8)
             for s in esa if s.name.startswith("§7.2") and s.jobs in (3, 4)]
+    # and sent layer by layer as backpropagation computes the layers (§7.2.1's hosts;
+    # hostlib.layers), the last of a model's 4 sub-models first: sending then overlaps the
+    # backward pass, and ESA's layer factor ranks what is needed first. The twin only
+    esa += [replace(s, name=s.name + ", layer by layer", layered=True, instruments=("twin",))
+            for s in esa if s.name.startswith("§7.2 on 16 servers") and s.name.endswith("BDPs")]
     goat = [Setting("GOAT fat-tree", "goat", ("goat", "atp"), jobs=1, workers=6, mb=(0.5,), rounds=rounds,
                     pool=256)]
     if not quick:

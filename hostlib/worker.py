@@ -132,6 +132,7 @@ class WorkerState:
     path_clean: list[float]         # per sub-model: last first copy answered unretransmitted (-1: none)
     recovering: int                 # pending fragments already retransmitted
     newest_answered: float          # latest send time among fragments with a result
+    recovery_answered: float        # when a retransmitted fragment last got its result (-1: never)
     base: int                       # first fragment without a result
     next: int                       # first fragment never sent
 
@@ -236,6 +237,7 @@ class Worker:
         # later result from the PS (no window slot, not yet resent)
         self._later_results: list[int] = []
         self._newest_answered = -1.0           # latest send time among fragments with a result
+        self._recovery_answered = -1.0         # when a retransmitted fragment last got its result
         self._base = 0          # first fragment without a result: the window's left edge
         self._next = 0          # first fragment never sent
         self._started = False
@@ -352,8 +354,8 @@ class Worker:
         Worker's own containers, current until it runs again or takes a state back."""
         return WorkerState(self._cur, self._started, self._done, self._n_done, self._retransmitted, self._pending,
                            self._first_sent, self._timeout, self._resent_at, self._later_results, self._path_srtt,
-                           self._path_rttvar, self._path_clean, self._recovering, self._newest_answered, self._base,
-                           self._next)
+                           self._path_rttvar, self._path_clean, self._recovering, self._newest_answered,
+                           self._recovery_answered, self._base, self._next)
 
     def import_state(self, state: WorkerState) -> None:
         """Take back a state from :meth:`export_state`, as a twin left it."""
@@ -363,6 +365,7 @@ class Worker:
         self._later_results, self._recovering = state.later_results, state.recovering
         self._path_srtt, self._path_rttvar, self._path_clean = state.path_srtt, state.path_rttvar, state.path_clean
         self._newest_answered, self._base, self._next = state.newest_answered, state.base, state.next
+        self._recovery_answered = state.recovery_answered
 
     def done(self) -> bool:
         return self._started and self._n_done == len(self._done)
@@ -455,7 +458,15 @@ class Worker:
                     # fragments)
                     measured = self.retry_rtt if self.retry_rtt.srtt is not None else self.resend_rtt
                     base = max(measured.rto, self._fastest_path()) if measured.srtt is not None else self.rto.rto
-                    timeout[idx] = min(self.rto.maximum, self.rto.max_backoff * base, 2.0 * timeout[idx])
+                    cap = self.rto.max_backoff * base
+                    if now - self._recovery_answered > self.rto.max_backoff * cap:
+                        # no retransmitted fragment answered for 4 caps: not random drops but a
+                        # congested path or a stuck PS, which more copies only congest further
+                        # (TCP backs off until an ACK comes). Capped at 4 answer times, a layered
+                        # ESA job's 20 unanswered fragments were each resent every 54 ms on a
+                        # 1 Mb/s link, its queue grew without end and one round took 124 s
+                        cap = self.rto.maximum
+                    timeout[idx] = min(self.rto.maximum, cap, 2.0 * timeout[idx])
                 self._retransmitted[idx] = min(255, tries + 1)
                 pending[idx] = now + timeout[idx]         # an existing key: the order stays
                 self._resent_at[idx] = now
@@ -506,6 +517,7 @@ class Worker:
                     self._recovering -= 1                       # presumed lost, yet answered
             else:
                 self._recovering -= 1
+                self._recovery_answered = now
                 if node and self._path_clean[r.sub[idx]] < self._first_sent[idx]:
                     # a switch's result can only answer the first copy (a RESEND goes to the PS,
                     # whose results carry node 0), so its round trip is exact despite the resend

@@ -105,6 +105,7 @@ typedef struct {
     /* state, mirrored from/to the Worker around hand-offs */
     int64_t base, next, n_done, n_pending, n_recovering;   /* recovering: pending and retransmitted */
     double newest_answered;
+    double recovery_answered;   /* when a retransmitted fragment last got its result (-1: never) */
     Rto rto, resend_rtt, retry_rtt;   /* Worker.rto, .resend_rtt, .retry_rtt */
     int64_t sent, resent, fast_resent, results_n, duplicate_results;
     /* output: frame pointers (into wire or scratch) */

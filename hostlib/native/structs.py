@@ -26,7 +26,7 @@ class CWorker(ctypes.Structure):
                                        "first_sent", "timeout", "deadline", "pend", "later", "resent_at",
                                        "path_srtt", "path_rttvar", "path_clean")]
                 + [(n, _i64) for n in ("base", "next", "n_done", "n_pending", "n_recovering")]
-                + [("newest_answered", _dbl), ("rto", CRto), ("resend_rtt", CRto), ("retry_rtt", CRto)]
+                + [("newest_answered", _dbl), ("recovery_answered", _dbl), ("rto", CRto), ("resend_rtt", CRto), ("retry_rtt", CRto)]
                 + [(n, _i64) for n in ("sent", "resent", "fast_resent", "results_n", "duplicate_results", "out_n",
                                        "out_cap", "scratch_used")]
                 + [("out", ctypes.POINTER(ctypes.c_void_p)), ("scratch", _ptr)])

@@ -122,6 +122,7 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
             if (w->later[idx] < 0) w->n_recovering--;     /* presumed lost, yet answered */
         } else {
             w->n_recovering--;
+            w->recovery_answered = now;
             /* a switch's result answers the first copy: an exact path sample, taken when no first
              * copy of the sub-model was answered unretransmitted since (Worker._on_result) */
             if (from_switch && w->path_clean[w->sub[idx]] < w->first_sent[idx])

@@ -158,7 +158,7 @@ class NativeWorker:
         self.path_clean[:] = s.path_clean
         st.base, st.next, st.n_done, st.n_pending = a, b, s.n_done, len(pending)
         st.n_recovering = s.recovering
-        st.newest_answered = s.newest_answered
+        st.newest_answered, st.recovery_answered = s.newest_answered, s.recovery_answered
         st.window, st.reach, st.recovery, st.node_tries = wk.window, wk.reach, wk.recovery, wk.node_tries
         rto_to_c(wk.rto, st.rto)
         rto_to_c(wk.resend_rtt, st.resend_rtt)
@@ -185,7 +185,7 @@ class NativeWorker:
         idx = np.flatnonzero(self.pend[a:b]) + a
         s.pending = dict(zip(idx.tolist(), self.deadline[idx].tolist()))   # ascending: send order
         s.base, s.next, s.n_done, s.recovering = a, b, st.n_done, st.n_recovering
-        s.newest_answered = st.newest_answered
+        s.newest_answered, s.recovery_answered = st.newest_answered, st.recovery_answered
         wk.import_state(s)
         rto_from_c(st.rto, wk.rto)
         rto_from_c(st.resend_rtt, wk.resend_rtt)

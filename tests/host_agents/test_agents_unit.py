@@ -158,6 +158,26 @@ def test_further_tries_double_up_to_four_measured_answer_times_not_four_rtos() -
     assert waits == pytest.approx([0.0015, 0.003, 0.006, 0.006])
 
 
+def test_tries_left_unanswered_by_every_peer_back_off_to_the_ceiling() -> None:
+    """When no retransmitted fragment has been answered for 4 caps, the path is congested (or
+    the PS stuck), not dropping at random: the tries double on up to the RTO ceiling instead of
+    holding at 4 answer times, as TCP backs off until an ACK comes."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
+                rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
+    wk.push(np.zeros(2 * K))
+    wk.start(0.0)
+    wk.on_timer(0.01)
+    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.0105)           # the last answer: resend_rtt 1.5 ms
+    waits = []
+    for _ in range(10):
+        now = wk.next_deadline()
+        wk.on_timer(now)
+        waits.append(wk.next_deadline() - now)
+    assert waits[:4] == pytest.approx([0.0015, 0.003, 0.006, 0.006])  # random drops: 4 answer times
+    assert waits[4:8] == pytest.approx([0.012, 0.024, 0.048, 0.05])   # silence: on to the ceiling
+    assert waits[8:] == pytest.approx([0.05, 0.05])
+
+
 def test_worker_a_switch_result_of_a_resent_fragment_samples_its_path() -> None:
     """A switch's result can only answer the first copy (a RESEND goes to the PS, whose results
     carry node 0), so its round trip is exact despite the resend. Sampled while no first copy of
