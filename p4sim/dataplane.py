@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from p4sim.ports import RX_BATCH, Port
 
-log = logging.getLogger("p4sim.ports")
+log = logging.getLogger("p4sim.dataplane")
 
 
 class SwitchLike(Protocol):
