@@ -16,8 +16,9 @@ class Round:
     hundreds of thousands of fragments and the hot path only ever indexes them.
 
     A fragment's *index* is its place in the send order (protocol.send_order: sub-models
-    interleaved), so the window's base, the pending keys and fast retransmit's "sent before"
-    all read as send order; ``pos`` maps the gradient order (``first[sub] + fragment_id``) to it."""
+    interleaved; protocol.layer_order for a layered worker), so the window's base, the pending
+    keys and fast retransmit's "sent before" all read as send order; ``pos`` maps the gradient
+    order (``first[sub] + fragment_id``) to it."""
 
     __slots__ = ("number", "sub", "frag", "start", "stop", "first", "count", "node", "pos", "wire", "frame_len", "lanes",
                  "results", "overflowed", "_gstart", "_gstop", "_permuted")

@@ -309,7 +309,6 @@ class Worker:
         self._started = False
         self._ready = n
         if ready is not None:
-            self._ready = 0
             self._release(ready)
 
     def _release(self, submodels: int) -> None:
