@@ -157,7 +157,10 @@ def settings(quick: bool = False) -> list[Setting]:
     # and sent layer by layer as backpropagation computes the layers (§7.2.1's hosts;
     # hostlib.layers), the last of a model's 4 sub-models first: sending then overlaps the
     # backward pass, and ESA's layer factor ranks what is needed first. The twin only
-    esa += [replace(s, name=s.name + ", layer by layer", layered=True, instruments=("twin",))
+    # Their workers find losses by the timeout alone (hostlib.worker's "timeout"): one sub-model's
+    # results, overtaken one another by every preemption, were taken for losses three at a time
+    esa += [replace(s, name=s.name + ", layer by layer", layered=True, instruments=("twin",),
+                    loss_detection="timeout")
             for s in esa if s.name.startswith("§7.2 on 16 servers") and s.name.endswith("BDPs")]
     goat = [Setting("GOAT fat-tree", "goat", ("goat", "atp"), jobs=1, workers=6, mb=(0.5,), rounds=rounds,
                     pool=256)]

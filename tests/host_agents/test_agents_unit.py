@@ -158,6 +158,24 @@ def test_further_tries_double_up_to_four_measured_answer_times_not_four_rtos() -
     assert waits == pytest.approx([0.0015, 0.003, 0.006, 0.006])
 
 
+@pytest.mark.parametrize("mode, resent", [("dupack", [(0, 0)]), ("timeout", [])])
+def test_later_results_retransmit_after_three_or_never_by_the_timeout_alone(mode: str, resent: list) -> None:
+    """ESA's rule (three later results of the path) and the timeout alone, for lossless runs
+    whose switches reorder one sub-model's results (preemption)."""
+    wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=5, loss_detection=mode,
+                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
+    wk.push(np.zeros(5 * K))
+    wk.start(0.0)
+    out = []
+    for frag in (1, 2, 3):                                   # three later results overtake fragment 0
+        out += wk.on_frame(_result(5, frag, np.zeros(K)), 0.01 * frag)
+    assert [(h.submodel_id, h.fragment_id) for f in out for h in [parse_frame(f, K).header]
+            if h.flags & (Flags.RETRY | Flags.RESEND)] == resent
+    assert wk.stats.resent == len(resent)
+    if mode == "timeout":
+        assert wk._pending[0] == pytest.approx(0.5)          # its RTO (the first sample's, at the floor)
+
+
 def test_tries_left_unanswered_by_every_peer_back_off_to_the_ceiling() -> None:
     """When no retransmitted fragment has been answered for 4 caps, the path is congested (or
     the PS stuck), not dropping at random: the tries double on up to the RTO ceiling instead of
