@@ -324,6 +324,7 @@ class EmuNet:
         for h in topo.hosts():
             a = self.addresses[h]
             net.addHost(h, ip=f"{a.ip}/8", mac=a.mac)
+        hosts = set(topo.hosts())
         level = lg.level
         lg.setLevel(logging.CRITICAL)     # htb's harmless "quantum ... is big" goes to error()
         try:
@@ -332,7 +333,6 @@ class EmuNet:
                 params: dict[str, Any] = {"bw": bw} if bw else {}
                 net.addLink(l.a, l.b, port1=l.a_port, port2=l.b_port, cls=TCLink, **params)
                 if self.serialize:
-                    hosts = set(topo.hosts())
                     for end, port, peer in ((l.a, l.a_port, l.b), (l.b, l.b_port, l.a)):
                         if end not in hosts:
                             net.get(end).serialized[port] = (bw, peer in hosts)

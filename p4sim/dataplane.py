@@ -292,11 +292,6 @@ class DataplaneLoop:
             self._process_batch(port, batch)
         return None
 
-    @staticmethod
-    def _next_wait(*waits: float | None) -> float | None:
-        due = [w for w in waits if w is not None]
-        return min(due) if due else None
-
     def _wake(self) -> None:
         try:
             os.write(self._wake_w, b"x")
@@ -313,8 +308,11 @@ class DataplaneLoop:
         try:
             fds = list(by_fd) + [self._wake_r]
             while not self._stop.is_set():
-                arrived = self._process_arrived()  # first: what it sends may be due at once
-                wait = self._next_wait(self._send_due(), arrived)
+                # arrivals first: what they send may be due at once
+                arrived = self._process_arrived() if self._rx_heap else None
+                wait = self._send_due()
+                if arrived is not None and (wait is None or arrived < wait):
+                    wait = arrived
                 try:
                     if self._fine_timers:
                         events = [(fd, select.POLLIN) for fd in select.select(fds, [], [], wait)[0]]
