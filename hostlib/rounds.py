@@ -2,6 +2,7 @@
 result, in the order the worker sends them (hostlib.worker's core indexes nothing else)."""
 from __future__ import annotations
 
+from functools import cached_property
 from itertools import accumulate
 from typing import Sequence
 
@@ -12,44 +13,78 @@ from .protocol import fragment_layout, frame_lanes
 
 class Round:
     """One round's fragments: where each lies in the gradient, its first copy on the wire, and
-    the results. Plain lists of ints, not an object per fragment: a round of a large model has
-    hundreds of thousands of fragments and the hot path only ever indexes them.
+    the results.
 
     A fragment's *index* is its place in the send order (protocol.send_order: sub-models
     interleaved; protocol.layer_order for a layered worker), so the window's base, the pending
     keys and fast retransmit's "sent before" all read as send order; ``pos`` maps the gradient
-    order (``first[sub] + fragment_id``) to it."""
+    order (``first[sub] + fragment_id``) to it.
 
-    __slots__ = ("number", "sub", "frag", "start", "stop", "first", "count", "node", "pos", "wire", "frame_len", "lanes",
-                 "results", "overflowed", "_gstart", "_gstop", "_permuted")
+    Per-fragment facts are numpy arrays (``sub_array``, ``pos_array``: what the C data path
+    reads); the Python core reads them as plain lists (``sub``, ``frag``, ``start``, ``stop``,
+    ``pos``), made on first use: a round of a large model has hundreds of thousands of
+    fragments, its hot path only indexes them, and a round the C path completes alone never
+    needs the lists."""
 
     def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, overflowed: set[int],
                  order: np.ndarray, nodes: Sequence[int]) -> None:
         sub, frag, start, stop = fragment_layout(sizes, lanes)
         self.number = number
-        self.sub: list[int] = sub[order].tolist()
-        self.frag: list[int] = frag[order].tolist()
-        self.start: list[int] = start[order].tolist()
-        self.stop: list[int] = stop[order].tolist()
-        self._gstart, self._gstop = start, stop            # gradient order, for result_fixed
+        self._order = order
+        self._identity = bool((order == np.arange(len(order))).all())
+        self._gsub, self._gfrag, self._gstart, self._gstop = sub, frag, start, stop     # gradient order
         counts = [-(-s // lanes) for s in sizes]
         self.count: list[int] = counts                     # fragments per sub-model
         self.node: list[int] = list(nodes)                 # each sub-model's aggregation node
         self.first: list[int] = [0, *accumulate(counts)][:len(counts)]      # each sub-model's first, gradient order
-        pos = np.empty(len(order), dtype=np.int64)
-        pos[order] = np.arange(len(order), dtype=np.int64)
-        self.pos: list[int] = pos.tolist()
-        self._permuted = bool((pos != np.arange(len(pos))).any())
+        self.n = len(order)
         self.wire = wire                                   # every first copy in send order, back to back
-        self.frame_len = len(wire) // len(self.sub) if self.sub else 0
+        self.frame_len = len(wire) // self.n if self.n else 0
         self.lanes = lanes
         # every result's lanes as they came off the wire (big-endian int32, one row per
         # fragment, send order): a result costs one bytes copy here, the conversion happens once per read
-        self.results = bytearray(4 * lanes * len(self.sub))
+        self.results = bytearray(4 * lanes * self.n)
         self.overflowed = overflowed
 
+    def _send_order(self, a: np.ndarray) -> np.ndarray:
+        return a if self._identity else a[self._order]
+
+    @cached_property
+    def sub_array(self) -> np.ndarray:
+        """Each fragment's sub-model, send order (int32)."""
+        return self._send_order(self._gsub).astype(np.int32)
+
+    @cached_property
+    def pos_array(self) -> np.ndarray:
+        """Gradient order -> send order (int64)."""
+        if self._identity:
+            return np.arange(self.n, dtype=np.int64)
+        pos = np.empty(self.n, dtype=np.int64)
+        pos[self._order] = np.arange(self.n, dtype=np.int64)
+        return pos
+
+    @cached_property
+    def sub(self) -> list[int]:
+        return self.sub_array.tolist()
+
+    @cached_property
+    def frag(self) -> list[int]:
+        return self._send_order(self._gfrag).tolist()
+
+    @cached_property
+    def start(self) -> list[int]:
+        return self._send_order(self._gstart).tolist()
+
+    @cached_property
+    def stop(self) -> list[int]:
+        return self._send_order(self._gstop).tolist()
+
+    @cached_property
+    def pos(self) -> list[int]:
+        return self.pos_array.tolist()
+
     def __len__(self) -> int:
-        return len(self.sub)
+        return self.n
 
     def index(self, submodel_id: int, fragment_id: int) -> int | None:
         if 0 <= submodel_id < len(self.count) and 0 <= fragment_id < self.count[submodel_id]:
@@ -71,10 +106,10 @@ class Round:
 
     def result_fixed(self) -> np.ndarray:
         """The results in gradient order (int64; zeros where none arrived yet)."""
-        rows = np.frombuffer(self.results, dtype=">i4").reshape(len(self.sub), self.lanes)
-        if self._permuted:
-            rows = rows[np.asarray(self.pos)]             # send order -> gradient order
-        size = int(self._gstop[-1]) if self.sub else 0
+        rows = np.frombuffer(self.results, dtype=">i4").reshape(self.n, self.lanes)
+        if not self._identity:
+            rows = rows[self.pos_array]                    # send order -> gradient order
+        size = int(self._gstop[-1]) if self.n else 0
         widths = self._gstop - self._gstart
         if bool((widths[:-1] == self.lanes).all()):
             return rows.reshape(-1)[:size].astype(np.int64)      # only the last row may be short

@@ -8,29 +8,66 @@
  * overflows int32 (unless ``clip``): the caller then lets hostlib.protocol.encode_fragments
  * raise its exact error. */
 /* one fragment's lanes, the common case: every value finite and inside int32 after rounding.
- * Branch-free (the compiler vectorizes it); returns 0 if some value is not, and the caller
- * redoes the fragment exactly. Adding and subtracting 1.5 * 2^52 rounds half to even in the
- * default rounding mode, exactly for |x| < 2^51 (larger values fail the range test anyway). */
-#define ENCODE_FAST(NAME, T)                                                                  \
-    static int NAME(const T *v, int64_t m, double scale, uint8_t *ln) {                         \
-        int32_t tmp[256];                                                                       \
-        int ok = 1;                                                                             \
-        for (int64_t i = 0; i < m; i++) {                                                       \
-            double x = (double)v[i] * scale;                                                    \
-            x = (x + 6755399441055744.0) - 6755399441055744.0;                                  \
-            ok &= (x >= -2147483648.0) & (x <= 2147483647.0);                                   \
-            x = x < -2147483648.0 ? -2147483648.0 : (x > 2147483647.0 ? 2147483647.0 : x);     \
-            tmp[i] = (int32_t)x;                                                                \
-        }                                                                                       \
-        for (int64_t i = 0; i < m; i++) {                                                       \
-            uint32_t y = (uint32_t)tmp[i];                                                      \
-            y = (y >> 24) | ((y >> 8) & 0xff00u) | ((y << 8) & 0xff0000u) | (y << 24);          \
-            memcpy(ln + 4 * i, &y, 4);                                                          \
-        }                                                                                       \
-        return ok;                                                                              \
+ * Returns 0 if some value is not, and the caller redoes the fragment exactly.
+ *
+ * float64: adding and subtracting 1.5 * 2^52 rounds half to even in the default rounding mode,
+ * exactly for |x| < 2^51 (larger values fail the range test anyway); branch-free, so the
+ * compiler vectorizes it.
+ * float32: v * 2^scale is exact in float32 whenever it is a normal number (an overflow is inf
+ * and fails the range test; an underflow rounds to 0 either way), and every float32 at or
+ * above 2^23 is an integer, so SSE2's cvtps2dq (round half to even, the default mode) is
+ * np.rint of it; four lanes at a time, byte-swapped with shifts (SSE2 has no byte shuffle). */
+static int encode_fast64(const double *v, int64_t m, double scale, uint8_t *ln) {
+    int32_t tmp[256];
+    int ok = 1;
+    for (int64_t i = 0; i < m; i++) {
+        double x = v[i] * scale;
+        x = (x + 6755399441055744.0) - 6755399441055744.0;
+        ok &= (x >= -2147483648.0) & (x <= 2147483647.0);
+        x = x < -2147483648.0 ? -2147483648.0 : (x > 2147483647.0 ? 2147483647.0 : x);
+        tmp[i] = (int32_t)x;
     }
-ENCODE_FAST(encode_fast32, float)
-ENCODE_FAST(encode_fast64, double)
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t y = __builtin_bswap32((uint32_t)tmp[i]);
+        memcpy(ln + 4 * i, &y, 4);
+    }
+    return ok;
+}
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+static inline __m128i bswap32x4(__m128i y) {
+    __m128i lo = _mm_or_si128(_mm_srli_epi32(y, 24), _mm_and_si128(_mm_srli_epi32(y, 8), _mm_set1_epi32(0xff00)));
+    __m128i hi = _mm_or_si128(_mm_slli_epi32(y, 24), _mm_and_si128(_mm_slli_epi32(y, 8), _mm_set1_epi32(0xff0000)));
+    return _mm_or_si128(lo, hi);
+}
+
+static int encode_fast32(const float *v, int64_t m, double scale, uint8_t *ln) {
+    const __m128 s = _mm_set1_ps((float)scale), lo = _mm_set1_ps(-2147483648.0f), hi = _mm_set1_ps(2147483648.0f);
+    __m128 ok = _mm_castsi128_ps(_mm_set1_epi32(-1));
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        __m128 x = _mm_mul_ps(_mm_loadu_ps(v + i), s);
+        ok = _mm_and_ps(ok, _mm_and_ps(_mm_cmpge_ps(x, lo), _mm_cmplt_ps(x, hi)));   /* NaN: false */
+        _mm_storeu_si128((__m128i *)(ln + 4 * i), bswap32x4(_mm_cvtps_epi32(x)));
+    }
+    int good = _mm_movemask_ps(ok) == 0xf;
+    for (; i < m; i++) {
+        float x = v[i] * (float)scale;
+        good &= (x >= -2147483648.0f) & (x < 2147483648.0f);
+        uint32_t y = __builtin_bswap32((uint32_t)_mm_cvtsi128_si32(_mm_cvtps_epi32(_mm_set_ss(x))));
+        memcpy(ln + 4 * i, &y, 4);
+    }
+    return good;
+}
+#else
+static int encode_fast32(const float *v, int64_t m, double scale, uint8_t *ln) {
+    double tmp[256];
+    for (int64_t i = 0; i < m; i++) tmp[i] = (double)v[i];
+    return encode_fast64(tmp, m, scale, ln);
+}
+#endif
 
 int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, int64_t nsubs, int64_t scale_bits,
                       int64_t lanes, int64_t clip, const uint8_t *prefix, const uint8_t *templates, uint8_t *out) {

@@ -160,6 +160,12 @@ typedef struct {
     int64_t out_n, out_cap;
     const uint8_t **out;
     uint8_t *scratch;
+    /* what pruned rounds leave for the next ones: entry chunks and slot arrays (a round of a
+     * large model takes megabytes; fresh pages would cost a fault each, every round) */
+    uint8_t **spare_chunks;
+    int64_t nspare_chunks, spare_chunks_cap;
+    Slot *spare_slots;
+    int64_t spare_slots_cap;
 } Ps;
 
 int ina_ps_payload(Ps *ps, const uint8_t *p, double now);

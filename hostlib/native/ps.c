@@ -25,15 +25,46 @@ Ps *ina_ps_new(int64_t lanes, int64_t njobs, int64_t out_cap) {
 
 Job *ina_ps_job(Ps *ps, int64_t i) { return &ps->jobs[i]; }
 
+#define SPARE_BYTES (256LL << 20)   /* entry chunks kept for reuse, at most */
+
+/* a round's table pruned: its entries leave the open list, its chunks and slot array stay for
+ * the next rounds */
 static void table_free(Ps *ps, Table *t) {
     for (int64_t i = 0; i < t->cap; i++) {
         Entry *e = t->slots[i].e;
         if (e && e->state == E_OPEN) { e->prev->nxt = e->nxt; e->nxt->prev = e->prev; }
     }
-    for (int64_t i = 0; i < t->nchunks; i++) free(t->chunks[i]);
+    int64_t most = SPARE_BYTES / (CHUNK * (int64_t)(sizeof(Entry) + ps->lanes * sizeof(int64_t)));
+    for (int64_t i = 0; i < t->nchunks; i++) {
+        if (ps->nspare_chunks == ps->spare_chunks_cap && ps->spare_chunks_cap < most) {
+            int64_t cap = ps->spare_chunks_cap ? 2 * ps->spare_chunks_cap : 64;
+            if (cap > most) cap = most;
+            uint8_t **c = realloc(ps->spare_chunks, cap * sizeof(uint8_t *));
+            if (c) { ps->spare_chunks = c; ps->spare_chunks_cap = cap; }
+        }
+        if (ps->nspare_chunks < ps->spare_chunks_cap) ps->spare_chunks[ps->nspare_chunks++] = t->chunks[i];
+        else free(t->chunks[i]);
+    }
     free(t->chunks);
-    free(t->slots);
-    (void)ps;
+    if (t->cap > ps->spare_slots_cap) {       /* keep the largest slot array */
+        free(ps->spare_slots);
+        ps->spare_slots = t->slots;
+        ps->spare_slots_cap = t->cap;
+    } else {
+        free(t->slots);
+    }
+}
+
+/* an empty slot array of ``cap`` slots: the spare one if it is that large (cleared), else new */
+static Slot *slots_new(Ps *ps, int64_t cap) {
+    if (ps->spare_slots && ps->spare_slots_cap == cap) {
+        Slot *s = ps->spare_slots;
+        ps->spare_slots = NULL;
+        ps->spare_slots_cap = 0;
+        memset(s, 0, cap * sizeof(Slot));
+        return s;
+    }
+    return calloc(cap, sizeof(Slot));
 }
 
 static Entry *table_alloc(Ps *ps, Table *t) {
@@ -46,7 +77,7 @@ static Entry *table_alloc(Ps *ps, Table *t) {
             t->chunks = c;
             t->chunks_cap = cap;
         }
-        uint8_t *chunk = malloc(CHUNK * size);
+        uint8_t *chunk = ps->nspare_chunks ? ps->spare_chunks[--ps->nspare_chunks] : malloc(CHUNK * size);
         if (!chunk) return NULL;
         t->chunks[t->nchunks++] = chunk;
         t->used = 0;
@@ -60,6 +91,9 @@ void ina_ps_free(Ps *ps) {
     if (!ps) return;
     for (int64_t i = 0; i < ps->ntables; i++) table_free(ps, &ps->tables[i]);
     free(ps->tables);
+    for (int64_t i = 0; i < ps->nspare_chunks; i++) free(ps->spare_chunks[i]);
+    free(ps->spare_chunks);
+    free(ps->spare_slots);
     free(ps->jobs);
     free(ps->out);
     free(ps->scratch);
@@ -85,8 +119,8 @@ static Table *find_table(Ps *ps, int64_t job, int64_t round, int create) {
     }
     Table *t = &ps->tables[ps->ntables];
     memset(t, 0, sizeof(*t));
-    t->job = job; t->round = round; t->cap = 1024;
-    t->slots = calloc(t->cap, sizeof(Slot));
+    t->job = job; t->round = round; t->cap = ps->spare_slots_cap > 1024 ? ps->spare_slots_cap : 1024;
+    t->slots = slots_new(ps, t->cap);
     if (!t->slots) return NULL;
     ps->ntables++;
     return t;

@@ -58,12 +58,22 @@ def encode_round(values: np.ndarray, sizes: Sequence[int], scale_bits: int, lane
     v = np.ascontiguousarray(v)
     sz = np.asarray(sizes, dtype=np.int64)
     n_frames = int((-(-sz // lanes)).sum())
-    out = np.empty(n_frames * (ETH_IP_UDP_LEN + HEADER_LEN + 4 * lanes), dtype=np.uint8)
+    out = new_bytes(n_frames * (ETH_IP_UDP_LEN + HEADER_LEN + 4 * lanes))
     tpl = np.ascontiguousarray(templates).view(np.uint8)
     if lib.ina_encode_frames(v.ctypes.data, int(v.dtype == np.float32), sz.ctypes.data, len(sz), scale_bits, lanes,
-                             int(clip), prefix, tpl.ctypes.data, out.ctypes.data):
+                             int(clip), prefix, tpl.ctypes.data, out):
         return None
-    return out.tobytes()
+    return out
+
+
+_bytes_uninitialized = ctypes.pythonapi.PyBytes_FromStringAndSize
+_bytes_uninitialized.argtypes, _bytes_uninitialized.restype = [ctypes.c_void_p, ctypes.c_ssize_t], ctypes.py_object
+
+
+def new_bytes(size: int) -> bytes:
+    """A new bytes object of ``size`` bytes for C to fill before anyone else sees it (CPython's
+    PyBytes_FromStringAndSize(NULL, size): no zeroing pass, no copy out of a scratch buffer)."""
+    return _bytes_uninitialized(None, size)
 
 
 # ---------------------------------------------------------------------- worker
@@ -98,8 +108,7 @@ class NativeWorker:
         counts = np.asarray(r.count, dtype=np.int64)
         first = np.asarray(r.first, dtype=np.int64)
         nodes = np.asarray(r.node, dtype=np.int64)
-        sub = np.asarray(r.sub, dtype=np.int32)          # per fragment, send order
-        pos = np.asarray(r.pos, dtype=np.int64)
+        sub, pos = r.sub_array, r.pos_array              # per fragment, send order; gradient -> send order
         wire = np.frombuffer(r.wire, dtype=np.uint8)
         # one frame's replies: a window of first copies and at most a window of fast resends
         cap = max(1024, 4 * min(wk.window, n) + 64)

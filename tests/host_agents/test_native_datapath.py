@@ -350,6 +350,36 @@ def test_push_encodes_the_same_frames_natively(dtype: type) -> None:
     assert a._cur.wire == b._cur.wire and len(a._cur.wire) == len(a._cur) * (42 + 24 + 128)
 
 
+@pytest.mark.parametrize("scale_bits", [0, 7, 16, 30])
+def test_float32_edges_encode_as_numpy_does(scale_bits: int) -> None:
+    """The vectorized float32 path against numpy's rint on the values where float32 rounding,
+    int32's range and the SIMD tail could go wrong; a fragment it refuses is redone exactly."""
+    if not native.available():
+        pytest.skip(f"no native data path: {native.unavailable_reason()}")
+    top = 2.0 ** (31 - scale_bits)
+    edges = [0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -1.5, 1e-45, -1e-45, 1e-38, 3.0e38, -3.0e38,
+             np.nextafter(np.float32(top), np.float32(0)), -top, np.float32(top) / 2 + 0.5, 0.49999997]
+    rng = np.random.default_rng(scale_bits)
+    g = np.concatenate([np.array(edges * 3, dtype=np.float32), rng.normal(0, top / 8, 301).astype(np.float32)])
+    sizes = [g.size]
+    tpl = P.header_array(1, job_id=3, node_id=1, submodel_id=0, fragment_id=0, worker_id=0, fan_in=2, bitmap=1,
+                         round=1)
+    for clip in (True, False):
+        for lanes in (13, 16):
+            pre = P.frame_prefix("10.0.0.2", "10.0.0.1", 0, 0, P.INA_UDP_PORT, 64, P.HEADER_LEN + 4 * lanes)
+            got = native.encode_round(g, sizes, scale_bits, lanes, clip, tpl, pre)
+            try:
+                want = P.build_frames(P.header_array(-(-g.size // lanes), job_id=3, node_id=1, submodel_id=0,
+                                                     fragment_id=np.arange(-(-g.size // lanes)), worker_id=0,
+                                                     fan_in=2, bitmap=1, round=1),
+                                      P.encode_fragments(g, sizes, scale_bits, lanes, clip),
+                                      src_ip="10.0.0.2", dst_ip="10.0.0.1")
+            except P.ProtocolError:
+                assert got is None and not clip
+                continue
+            assert got == want
+
+
 def test_push_errors_are_the_python_paths() -> None:
     for native_path in (False, True):
         wk = Worker(2, 1, "10.0.0.9", "10.0.0.1", [FragmentLabel(1, 2)], lanes=8, native=native_path)
