@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import describe, spawn_gloo  # noqa: E402
+from benchmarks.machine import describe, gloo_all_reduce  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
 from hostlib.drivers import UdpTransport, run_udp  # noqa: E402
@@ -199,9 +199,15 @@ def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Q
     tr = UdpTransport(ip, lanes=K, native=native)
     ps = ParameterServer(ip, {JOB: jobcfg}, lanes=K, timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     ready.set()
-    c0 = _cpu()
-    run_udp(ps, tr, 3600.0, stop=stop.is_set)
-    q.put(("ps", _cpu() - c0, dict(ps.stats.received)))
+    c0, at_stop = _cpu(), []
+
+    def stopped() -> bool:
+        # the CPU of the rounds, not of handing C's entries to the Python core once stopped
+        if stop.is_set() and not at_stop:
+            at_stop.append(_cpu())
+        return bool(at_stop)
+    run_udp(ps, tr, 3600.0, stop=stopped)
+    q.put(("ps", at_stop[0] - c0, dict(ps.stats.received)))
     tr.close()
 
 
@@ -301,33 +307,18 @@ def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso:
     return payload_bits / wall / 1e9
 
 
-def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: mp.Queue) -> None:
-    import torch
-    import torch.distributed as dist
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
-    try:
-        t = torch.from_numpy(_gradient(n, seed=rank))
-        dist.all_reduce(t.clone())                  # warm-up: connections, buffers
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(rounds):
-            dist.all_reduce(t.clone())
-        wall = time.perf_counter() - t0
-        q.put(wall)
-    finally:
-        dist.destroy_process_group()
-
-
 def bench_gloo(n: int, rounds: int, workers: int) -> float | None:
-    """gloo's all-reduce of the same float32 vector between ``workers`` processes on 127.0.0.1;
-    returns its wall-clock rate (Gb/s of gradient payload), None without torch."""
-    walls = spawn_gloo(_gloo_rank, workers, n, rounds)
-    if walls is None:
+    """gloo's all-reduce of the same float32 vector between ``workers`` processes on 127.0.0.1,
+    in place (no per-round copy); returns its wall-clock rate (Gb/s of gradient payload), None
+    without torch."""
+    reports = gloo_all_reduce(workers, n, rounds)
+    if reports is None:
         return None
-    wall = max(walls)
+    wall = max(r[1] for r in reports)
     gbps = n * 32 * rounds / wall / 1e9
     print(f"{'gloo all-reduce, %d processes on 127.0.0.1, %.1f MB' % (workers, n * 4 / 2**20):<56} "
-          f"{'':>19}{gbps:8.3f} Gb/s wall  {rounds / wall:6.2f} rounds/s")
+          f"{n * 32 * rounds / sum(r[0] for r in reports) / 1e9:8.3f} Gb/s/core  {gbps:8.3f} Gb/s wall  "
+          f"{rounds / wall:6.2f} rounds/s")
     return gbps
 
 

@@ -24,7 +24,6 @@ import ctypes
 import multiprocessing as mp
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -36,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import describe, spawn_gloo  # noqa: E402
+from benchmarks.machine import cpu_seconds, describe, gloo_all_reduce  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS  # noqa: E402
 
@@ -44,11 +43,6 @@ K = DEFAULT_LANES
 JOB = 11
 NODE = 1                      # the label's aggregation node: a switch's, so results come from "it"
 CLONE_NEWNET = 0x40000000
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def _enter(netns: str | None) -> None:
@@ -67,7 +61,7 @@ def _reflector_proc(ps_ip: str, ips: list[str], netns: str | None, ready: Any, s
     refl = Reflector(ps_ip, ips).start()
     ready.set()
     stop.wait()
-    c = _cpu()                   # every thread's: the C loop's included
+    c = cpu_seconds()                   # every thread's: the C loop's included
     refl.close()
     q.put(("reflector", c, refl.stats.as_dict(), refl.gso))
 
@@ -86,13 +80,13 @@ def _worker_proc(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int,
     wk.push(g)                                   # warm-up round: library, pages, caches
     if not run_udp(wk, tr, 120.0):
         raise RuntimeError(f"worker {w}: warm-up round timed out")
-    c0, t0, resent = _cpu(), time.perf_counter(), 0
+    c0, t0, resent = cpu_seconds(), time.perf_counter(), 0
     for _ in range(rounds):
         wk.push(g)
         if not run_udp(wk, tr, 120.0):
             raise RuntimeError(f"worker {w}: round {wk.round} timed out")
         resent += wk.stats.resent
-    q.put(("worker", _cpu() - c0, time.perf_counter() - t0, resent))
+    q.put(("worker", cpu_seconds() - c0, time.perf_counter() - t0, resent))
     tr.close()
 
 
@@ -135,27 +129,8 @@ def bench_ina(n: int, rounds: int, workers: int, window: int, ps_ip: str, ips: l
     return out
 
 
-def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: Any) -> None:
-    import torch
-    import torch.distributed as dist
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
-    try:
-        t = torch.from_numpy(np.random.default_rng(rank).normal(0.0, 1.0, n).astype(np.float32))
-        dist.all_reduce(t)                       # warm-up: connections, buffers
-        dist.barrier()
-        c0, t0 = _cpu(), time.perf_counter()
-        for _ in range(rounds):
-            # in place, as DDP reduces its buckets: the sums grow (x N a round), far from float32's
-            # range for the rounds a run makes, and addition costs the same at any magnitude
-            dist.all_reduce(t)
-        q.put((_cpu() - c0, time.perf_counter() - t0))
-    finally:
-        dist.destroy_process_group()
-
-
 def bench_gloo(n: int, rounds: int, workers: int) -> tuple[float, float] | None:
-    reports = spawn_gloo(_gloo_rank, workers, n, rounds)
+    reports = gloo_all_reduce(workers, n, rounds)
     if reports is None:
         return None
     return _line(f"gloo all-reduce, 127.0.0.1, {workers} processes, {n * 4 / 2**20:.1f} MB", n, rounds,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
+import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def cpu_model() -> str:
@@ -28,14 +30,36 @@ def describe() -> str:
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
 
 
-if __name__ == "__main__":
-    print(describe())
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (every thread's)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
-def spawn_gloo(rank: Callable[..., None], workers: int, *args: Any) -> list[Any] | None:
-    """Run ``rank(r, workers, port, *args, queue)`` in ``workers`` spawned processes forming a
-    gloo group on 127.0.0.1 (port: a free one) and return what each put on the queue; None,
-    with the reason printed, where torch or its gloo backend is missing."""
+def _gloo_rank(rank: int, size: int, port: int, n: int, rounds: int, q: Any) -> None:
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
+    try:
+        t = torch.from_numpy(np.random.default_rng(rank).normal(0.0, 1.0, n).astype(np.float32))
+        dist.all_reduce(t)                       # warm-up: connections, buffers
+        dist.barrier()
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        for _ in range(rounds):
+            # in place, as DDP reduces its buckets: the sums grow (x N a round), far from float32's
+            # range for the rounds a run makes, and addition costs the same at any magnitude
+            dist.all_reduce(t)
+        q.put((cpu_seconds() - c0, time.perf_counter() - t0))
+    finally:
+        dist.destroy_process_group()
+
+
+def gloo_all_reduce(workers: int, n: int, rounds: int) -> list[tuple[float, float]] | None:
+    """gloo's all-reduce of ``n`` float32 values, in place, ``rounds`` times between ``workers``
+    spawned processes on 127.0.0.1, after one warm-up round: each rank's (CPU seconds, wall
+    seconds). None, with the reason printed, where torch or its gloo backend is missing."""
     try:
         import torch.distributed as dist
     except ImportError:
@@ -51,10 +75,14 @@ def spawn_gloo(rank: Callable[..., None], workers: int, *args: Any) -> list[Any]
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")                   # torch and fork do not mix
     q = ctx.Queue()
-    procs = [ctx.Process(target=rank, args=(r, workers, port, *args, q)) for r in range(workers)]
+    procs = [ctx.Process(target=_gloo_rank, args=(r, workers, port, n, rounds, q)) for r in range(workers)]
     for p in procs:
         p.start()
     out = [q.get(timeout=600) for _ in procs]
     for p in procs:
         p.join(60)
     return out
+
+
+if __name__ == "__main__":
+    print(describe())
