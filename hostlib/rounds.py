@@ -27,7 +27,7 @@ class Round:
     needs the lists."""
 
     def __init__(self, number: int, sizes: Sequence[int], lanes: int, wire: bytes, overflowed: set[int],
-                 order: np.ndarray, nodes: Sequence[int]) -> None:
+                 order: np.ndarray, nodes: Sequence[int], recycle: "Round | None" = None) -> None:
         sub, frag, start, stop = fragment_layout(sizes, lanes)
         self.number = number
         self._order = order
@@ -42,8 +42,15 @@ class Round:
         self.frame_len = len(wire) // self.n if self.n else 0
         self.lanes = lanes
         # every result's lanes as they came off the wire (big-endian int32, one row per
-        # fragment, send order): a result costs one bytes copy here, the conversion happens once per read
-        self.results = bytearray(4 * lanes * self.n)
+        # fragment, send order): a result costs one bytes copy here, the conversion happens once per read.
+        # ``recycle``: a round nobody reads any more, whose buffer of the same size is cleared and
+        # taken over (megabytes of fresh pages a round cost a page fault each)
+        size = 4 * lanes * self.n
+        if recycle is not None and len(recycle.results) == size:
+            self.results = recycle.results
+            np.frombuffer(self.results, dtype=np.uint8).fill(0)
+        else:
+            self.results = bytearray(size)
         self.overflowed = overflowed
 
     def _send_order(self, a: np.ndarray) -> np.ndarray:

@@ -291,11 +291,13 @@ class Worker:
         n_frag = len(order)
         if n_frag and not bool((order == np.arange(n_frag)).all()):
             wire = np.frombuffer(wire, dtype=np.uint8).reshape(n_frag, -1)[order].tobytes()   # send order
+        dropped = None                  # the round no query can concern any more
         if self._started and self._cur is not None:
-            self._previous = self._cur
+            dropped, self._previous = self._previous, self._cur
         self.round = rnd
         self.stats = WorkerStats()
-        self._cur = Round(rnd, sizes, self.lanes, wire, self.stats.overflowed, order, [x.node_id for x in lab])
+        self._cur = Round(rnd, sizes, self.lanes, wire, self.stats.overflowed, order, [x.node_id for x in lab],
+                          recycle=dropped)
         r, slot_of = self._cur, self.slot_of
         self._slots = None if slot_of is None else [
             slot_of(r.node[s], s, f) if r.node[s] else -1 for s, f in zip(r.sub, r.frag)]

@@ -16,7 +16,7 @@
  * float32: v * 2^scale is exact in float32 whenever it is a normal number (an overflow is inf
  * and fails the range test; an underflow rounds to 0 either way), and every float32 at or
  * above 2^23 is an integer, so SSE2's cvtps2dq (round half to even, the default mode) is
- * np.rint of it; four lanes at a time, byte-swapped with shifts (SSE2 has no byte shuffle). */
+ * np.rint of it; four lanes at a time, byte-swapped by bswap32x4 (inahost.h). */
 static int encode_fast64(const double *v, int64_t m, double scale, uint8_t *ln) {
     int32_t tmp[256];
     int ok = 1;
@@ -35,14 +35,6 @@ static int encode_fast64(const double *v, int64_t m, double scale, uint8_t *ln) 
 }
 
 #ifdef __SSE2__
-#include <emmintrin.h>
-
-static inline __m128i bswap32x4(__m128i y) {
-    __m128i lo = _mm_or_si128(_mm_srli_epi32(y, 24), _mm_and_si128(_mm_srli_epi32(y, 8), _mm_set1_epi32(0xff00)));
-    __m128i hi = _mm_or_si128(_mm_slli_epi32(y, 24), _mm_and_si128(_mm_slli_epi32(y, 8), _mm_set1_epi32(0xff0000)));
-    return _mm_or_si128(lo, hi);
-}
-
 static int encode_fast32(const float *v, int64_t m, double scale, uint8_t *ln) {
     const __m128 s = _mm_set1_ps((float)scale), lo = _mm_set1_ps(-2147483648.0f), hi = _mm_set1_ps(2147483648.0f);
     __m128 ok = _mm_castsi128_ps(_mm_set1_epi32(-1));

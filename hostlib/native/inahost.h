@@ -50,6 +50,33 @@ static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[
 static inline void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
 static inline void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+/* four 32-bit words byte-swapped (big-endian <-> host) with shifts: SSE2, x86-64's baseline,
+ * has no byte shuffle */
+static inline __m128i bswap32x4(__m128i y) {
+    __m128i lo = _mm_or_si128(_mm_srli_epi32(y, 24), _mm_and_si128(_mm_srli_epi32(y, 8), _mm_set1_epi32(0xff00)));
+    __m128i hi = _mm_or_si128(_mm_slli_epi32(y, 24), _mm_and_si128(_mm_slli_epi32(y, 8), _mm_set1_epi32(0xff0000)));
+    return _mm_or_si128(lo, hi);
+}
+#endif
+
+/* acc[i] += the i-th big-endian int32 lane of ln, for i < lanes */
+static inline void add_lanes(int64_t *acc, const uint8_t *ln, int64_t lanes) {
+    int64_t i = 0;
+#ifdef __SSE2__
+    for (; i + 4 <= lanes; i += 4) {
+        __m128i x = bswap32x4(_mm_loadu_si128((const __m128i *)(ln + 4 * i)));
+        __m128i sign = _mm_srai_epi32(x, 31);
+        __m128i *a = (__m128i *)(acc + i);
+        _mm_storeu_si128(a, _mm_add_epi64(_mm_loadu_si128(a), _mm_unpacklo_epi32(x, sign)));
+        _mm_storeu_si128(a + 1, _mm_add_epi64(_mm_loadu_si128(a + 1), _mm_unpackhi_epi32(x, sign)));
+    }
+#endif
+    for (; i < lanes; i++) acc[i] += (int32_t)be32(ln + 4 * i);
+}
+
 /* ------------------------------------------------------------------ RTO (hostlib.rto) */
 typedef struct {
     double initial, minimum, maximum, max_backoff, srtt, rttvar;

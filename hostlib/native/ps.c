@@ -361,8 +361,7 @@ int ina_ps_payload(Ps *ps, const uint8_t *p, double now) {
     if (!e && !(e = new_entry(ps, t, key, E_OPEN, now))) return -ENOMEM;
     if (e->state == E_DONE) { ps->counts[K_LATE]++; return OK; }
     if (bitmap & e->bitmap) { ps->counts[K_OVERLAP]++; return OK; }
-    const uint8_t *ln = p + HDR;
-    for (int64_t i = 0; i < ps->lanes; i++) e->acc[i] += (int32_t)be32(ln + 4 * i);
+    add_lanes(e->acc, p + HDR, ps->lanes);
     e->bitmap |= bitmap;
     e->overflow |= (flags & F_OVERFLOW) != 0;
     if (e->bitmap == j->mask) ps_complete(ps, j, t, e, now);

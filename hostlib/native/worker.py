@@ -97,6 +97,7 @@ class NativeWorker:
         self._c_fresh = False          # the C state is current
         self._bound: bool | None = None    # bound(), until start() or finish()
         self._keep: list[Any] = []
+        self.pend: np.ndarray | None = None     # per fragment, with its timers (made by _bind)
         self.native_frames = self.python_frames = 0     # sans-IO calls: frames C took, handed on
 
     # ------------------------------------------------------------------ state
@@ -112,9 +113,14 @@ class NativeWorker:
         wire = np.frombuffer(r.wire, dtype=np.uint8)
         # one frame's replies: a window of first copies and at most a window of fast resends
         cap = max(1024, 4 * min(wk.window, n) + 64)
-        self.first_sent, self.timeout, self.deadline = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.pend, self.later = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32)
-        self.resent_at = np.zeros(n)
+        if self.pend is not None and len(self.pend) == n:
+            # a round of the same size: the last round's arrays, cleared (no fresh pages)
+            for a in (self.first_sent, self.timeout, self.deadline, self.pend, self.later, self.resent_at):
+                a.fill(0)
+        else:
+            self.first_sent, self.timeout, self.deadline = np.zeros(n), np.zeros(n), np.zeros(n)
+            self.pend, self.later = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32)
+            self.resent_at = np.zeros(n)
         self.path_srtt, self.path_rttvar = np.zeros(len(r.count)), np.zeros(len(r.count))
         self.path_clean = np.zeros(len(r.count))
         self.out = (ctypes.c_void_p * cap)()
