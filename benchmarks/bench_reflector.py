@@ -175,11 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--veth", action="store_true",
                     help="also across a veth pair between two network namespaces made for the run (root)")
     ap.add_argument("--no-gloo", action="store_true", help="leave out the gloo baseline")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of INA and gloo, alternating; medians printed when more than one (default 1)")
     args = ap.parse_args(argv)
     if not 1 <= args.workers <= MAX_WORKERS:
         ap.error(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
-    if args.rounds < 1 or args.window < 1 or not args.mb > 0:
-        ap.error("--rounds and --window must be at least 1, --mb positive")
+    if args.rounds < 1 or args.window < 1 or args.repeat < 1 or not args.mb > 0:
+        ap.error("--rounds, --window and --repeat must be at least 1, --mb positive")
     n = int(args.mb * 2**20 / 4)
     print(describe())
     if not native.available():
@@ -187,9 +189,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"hostlib native data path, {K} lanes per fragment; per core = gradient bits / the worker "
           f"process's CPU seconds")
-    net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"      # not another run's addresses
-    host, _ = bench_ina(n, args.rounds, args.workers, args.window, f"{net}.1",
-                        [f"{net}.{w + 2}" for w in range(args.workers)])
+    ina: list[tuple[float, float]] = []
+    gloo: list[tuple[float, float]] = []
+    for _ in range(args.repeat):             # side by side: machines of a kind differ, and so do minutes
+        net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"      # not another run's addresses
+        ina.append(bench_ina(n, args.rounds, args.workers, args.window, f"{net}.1",
+                             [f"{net}.{w + 2}" for w in range(args.workers)]))
+        if not args.no_gloo:
+            g = bench_gloo(n, args.rounds, args.workers)
+            if g:
+                gloo.append(g)
     if args.veth:
         try:
             with veth_pair(args.workers) as (namespaces, ps_ip, ips):
@@ -197,10 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, subprocess.SubprocessError) as e:
             detail = getattr(e, "stderr", "") or e
             print(f"veth: not run ({str(detail).strip()})")
-    if not args.no_gloo:
-        gloo = bench_gloo(n, args.rounds, args.workers)
+    median = lambda runs, i: float(np.median([r[i] for r in runs]))     # noqa: E731
+    if args.repeat > 1:
+        print(f"{'INA over the reflector (loopback), median of %d' % len(ina):<58} {median(ina, 0):8.3f} Gb/s per host "
+              f"{median(ina, 1):8.3f} Gb/s per core")
         if gloo:
-            print(f"{'INA over the reflector (loopback) / gloo, per host':<58} {host / gloo[0]:8.2f}x")
+            print(f"{'gloo all-reduce, median of %d' % len(gloo):<58} {median(gloo, 0):8.3f} Gb/s per host "
+                  f"{median(gloo, 1):8.3f} Gb/s per core")
+    if gloo:
+        print(f"{'INA over the reflector (loopback) / gloo, per host':<58} {median(ina, 0) / median(gloo, 0):8.2f}x")
     return 0
 
 
