@@ -8,8 +8,9 @@
            a second process drains the receiving socket)
   udp      a PS and N workers in separate processes on 127.0.0.0/8, all-reducing over UDP: the
            Python cores (run_udp's Python loop), then hostlib.native's C data path (the
-           default), then gloo's all-reduce of the same vector between N processes on 127.0.0.1
-           (torch.distributed), and the ratio native/gloo of their wall-clock rates
+           default; with --threads also with every agent's sub-models sharded over threads,
+           hostlib.shards), then gloo's all-reduce of the same vector between N processes on
+           127.0.0.1 (torch.distributed, in place), and the ratio native/gloo of their wall-clock rates
 
 "Gradient payload" is 4 bytes per gradient element (float32), whatever the wire carries. The
 single-threaded lines are one core by construction (best of --repeat runs, wall time); the UDP
@@ -35,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.machine import describe, gloo_all_reduce  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
-from hostlib.drivers import UdpTransport, run_udp  # noqa: E402
+from hostlib.drivers import UdpTransport  # noqa: E402
 from hostlib.ps import JobConfig, ParameterServer  # noqa: E402
 from hostlib.rto import RtoEstimator  # noqa: E402
+from hostlib.shards import ShardedPs, ShardedWorker  # noqa: E402
 from hostlib.worker import FragmentLabel, Worker  # noqa: E402
 
 K = P.DEFAULT_LANES
@@ -193,11 +195,11 @@ def _no_gso(gso: bool) -> None:
         os.environ["INAHOST_GSO"] = "0"       # every datagram on its own, as on a real interface
 
 
-def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Queue, native: bool,
+def _udp_ps(ip: str, jobcfg: JobConfig, threads: int, stop: mp.Event, ready: mp.Event, q: mp.Queue, native: bool,
             gso: bool = True) -> None:
     _no_gso(gso)
-    tr = UdpTransport(ip, lanes=K, native=native)
-    ps = ParameterServer(ip, {JOB: jobcfg}, lanes=K, timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
+    ps = ShardedPs(ip, {JOB: jobcfg}, threads, lanes=K, native=native,
+                   timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     ready.set()
     c0, at_stop = _cpu(), []
 
@@ -206,27 +208,28 @@ def _udp_ps(ip: str, jobcfg: JobConfig, stop: mp.Event, ready: mp.Event, q: mp.Q
         if stop.is_set() and not at_stop:
             at_stop.append(_cpu())
         return bool(at_stop)
-    run_udp(ps, tr, 3600.0, stop=stopped)
-    q.put(("ps", at_stop[0] - c0, dict(ps.stats.received)))
-    tr.close()
+    ps.serve(stopped, 3600.0)
+    q.put(("ps", at_stop[0] - c0, ps.received()))
+    ps.close()
 
 
-def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int,
+def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int, threads: int,
                 go: mp.Event, q: mp.Queue, native: bool, gso: bool = True) -> None:
     _no_gso(gso)
-    tr = UdpTransport(ip, lanes=K, native=native)
-    wk = Worker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)], lanes=K, window=window,
-                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native)
+    # one sub-model per thread, each a shard of its own
+    sizes = [n // threads + (t < n % threads) for t in range(threads)]
+    wk = ShardedWorker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)] * threads, threads, lanes=K, window=window,
+                       rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native)
     g = _gradient(n, seed=w)
     go.wait()
     c0, t0, resent = _cpu(), time.perf_counter(), 0
     for _ in range(rounds):
-        wk.push(g)
-        if not run_udp(wk, tr, 600.0):
-            raise RuntimeError(f"worker {w}: round {wk.round} timed out")
-        resent += wk.stats.resent
+        wk.push(g, sizes)
+        if not wk.run(600.0):
+            raise RuntimeError(f"worker {w}: a round timed out")
+        resent += wk.resent
     q.put(("worker", _cpu() - c0, time.perf_counter() - t0, resent, wk.result_fixed()[:4].tolist()))
-    tr.close()
+    wk.close()
 
 
 def _drain_socket(ip: str, expect: int, ready: mp.Event, q: mp.Queue) -> None:
@@ -268,15 +271,16 @@ def bench_send(n: int, repeat: int) -> None:
           f"{min(received) / frames:.0%} of the datagrams)")
 
 
-def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso: bool = True) -> float:
+def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso: bool = True, threads: int = 1) -> float:
     """One all-reduce run; returns its wall-clock rate (Gb/s of gradient payload)."""
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"   # not another run's addresses
     ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(workers)]
     ctx = mp.get_context("fork")
     stop, ready, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     jobcfg = JobConfig({w: (ips[w], 0) for w in range(workers)})
-    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, stop, ready, q, native, gso))]
-    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, go, q, native, gso))
+    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, threads, stop, ready, q, native, gso))]
+    procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, threads, go, q,
+                                                    native, gso))
               for w in range(workers)]
     procs[0].start()
     ready.wait(30)
@@ -297,6 +301,8 @@ def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso:
     resent = sum(r[3] for r in reports if r[0] == "worker")
     payload_bits = n * 32 * rounds
     path = ("native" if gso else "native*") if native else "Python"
+    if threads > 1:
+        path += f", {threads} threads"
     print(f"{'UDP loopback, %d workers + PS, %.1f MB, W=%d, %s' % (workers, n * 4 / 2**20, window, path):<56} "
           f"{payload_bits / cpu / 1e9:8.3f} Gb/s/core  {payload_bits / wall / 1e9:8.3f} Gb/s wall  "
           f"{rounds / wall:6.2f} rounds/s")
@@ -328,6 +334,9 @@ def main() -> None:
     ap.add_argument("--udp-mb", type=float, default=8.0, help="gradient size for the UDP benchmark")
     ap.add_argument("--rounds", type=int, default=3, help="all-reduce rounds in the UDP benchmark")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=lambda v: [int(t) for t in v.split(",")], default=[1],
+                    help="UDP benchmark: also with each worker and the PS sharded over this many threads "
+                         "(comma-separated list; the gradient is cut into one sub-model per thread)")
     ap.add_argument("--window", type=int, default=64, help="worker window (fragments awaiting a result)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
     ap.add_argument("--only", default="codec,worker,ps,send,udp", help="comma-separated subset to run")
@@ -351,6 +360,10 @@ def main() -> None:
         if not args.skip_python_udp:
             bench_udp(m, args.rounds, args.workers, args.window, native=False)
         ina = bench_udp(m, args.rounds, args.workers, args.window, native=True) if native.available() else None
+        for t in args.threads:
+            if t > 1 and ina is not None:
+                # the same hosts with their sub-models sharded over threads (hostlib.shards)
+                bench_udp(m, args.rounds, args.workers, args.window, native=True, threads=t)
         if ina is not None and native.loopback_gso("127.0.0.1"):
             # what the same hosts do where every datagram is sent and read on its own (Mininet)
             bench_udp(m, args.rounds, args.workers, args.window, native=True, gso=False)

@@ -55,39 +55,48 @@ def _enter(netns: str | None) -> None:
             raise OSError(ctypes.get_errno(), f"setns {netns}")
 
 
-def _reflector_proc(ps_ip: str, ips: list[str], netns: str | None, ready: Any, stop: Any, q: Any) -> None:
+def _reflector_proc(ps_ip: str, ips: list[str], threads: int, netns: str | None, ready: Any, stop: Any,
+                    q: Any) -> None:
     _enter(netns)
     from benchmarks.reflector import Reflector
-    refl = Reflector(ps_ip, ips).start()
+    # one reflector per thread, each aggregating its sub-models (hostlib.shards' steering)
+    refls = [Reflector(ps_ip, ips, shard=(t, threads)) for t in range(threads)]
+    for r in refls:
+        r.start()
     ready.set()
     stop.wait()
-    c = cpu_seconds()                   # every thread's: the C loop's included
-    refl.close()
-    q.put(("reflector", c, refl.stats.as_dict(), refl.gso))
+    c = cpu_seconds()                   # every thread's: the C loops' included
+    stats: dict[str, int] = {}
+    for r in refls:
+        r.close()
+        for k, v in r.stats.as_dict().items():
+            stats[k] = stats.get(k, 0) + v
+    q.put(("reflector", c, stats, refls[0].gso))
 
 
-def _worker_proc(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int, netns: str | None,
-                 go: Any, q: Any) -> None:
+def _worker_proc(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int, threads: int,
+                 netns: str | None, go: Any, q: Any) -> None:
     _enter(netns)
-    from hostlib.drivers import UdpTransport, run_udp
     from hostlib.rto import RtoEstimator
-    from hostlib.worker import FragmentLabel, Worker
-    tr = UdpTransport(ip, lanes=K, native=True)
-    wk = Worker(JOB, w, ps_ip, ip, [FragmentLabel(NODE, workers)], lanes=K, window=window,
-                rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=True)
+    from hostlib.shards import ShardedWorker
+    from hostlib.worker import FragmentLabel
+    # the gradient in one sub-model per thread, each a shard of its own
+    sizes = [n // threads + (t < n % threads) for t in range(threads)]
+    wk = ShardedWorker(JOB, w, ps_ip, ip, [FragmentLabel(NODE, workers)] * threads, threads, lanes=K,
+                       window=window, rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     g = np.random.default_rng(w).normal(0.0, 1.0, n).astype(np.float32)
     go.wait()
-    wk.push(g)                                   # warm-up round: library, pages, caches
-    if not run_udp(wk, tr, 120.0):
+    wk.push(g, sizes)                            # warm-up round: library, pages, caches
+    if not wk.run(120.0):
         raise RuntimeError(f"worker {w}: warm-up round timed out")
     c0, t0, resent = cpu_seconds(), time.perf_counter(), 0
     for _ in range(rounds):
-        wk.push(g)
-        if not run_udp(wk, tr, 120.0):
-            raise RuntimeError(f"worker {w}: round {wk.round} timed out")
-        resent += wk.stats.resent
+        wk.push(g, sizes)
+        if not wk.run(120.0):
+            raise RuntimeError(f"worker {w}: a round timed out")
+        resent += wk.resent
     q.put(("worker", cpu_seconds() - c0, time.perf_counter() - t0, resent))
-    tr.close()
+    wk.close()
 
 
 def _line(what: str, n: int, rounds: int, walls: list[float], cpus: list[float]) -> tuple[float, float]:
@@ -97,16 +106,17 @@ def _line(what: str, n: int, rounds: int, walls: list[float], cpus: list[float])
     return host, core
 
 
-def bench_ina(n: int, rounds: int, workers: int, window: int, ps_ip: str, ips: list[str],
+def bench_ina(n: int, rounds: int, workers: int, window: int, ps_ip: str, ips: list[str], threads: int = 1,
               netns: tuple[str, str] | None = None, label: str = "loopback") -> tuple[float, float]:
     ctx = mp.get_context("fork")
     ready, stop, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     sw_ns, host_ns = netns if netns else (None, None)
-    refl = ctx.Process(target=_reflector_proc, args=(ps_ip, ips, sw_ns, ready, stop, q))
+    refl = ctx.Process(target=_reflector_proc, args=(ps_ip, ips, threads, sw_ns, ready, stop, q))
     refl.start()
     if not ready.wait(60):
         raise RuntimeError("the reflector did not start")
-    procs = [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, workers, n, rounds, window, host_ns, go, q))
+    procs = [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, workers, n, rounds, window, threads, host_ns,
+                                                    go, q))
              for w in range(workers)]
     for p in procs:
         p.start()
@@ -120,7 +130,8 @@ def bench_ina(n: int, rounds: int, workers: int, window: int, ps_ip: str, ips: l
     for p in [*procs, refl]:
         p.join(60)
     walls, cpus = [r[2] for r in reports], [r[1] for r in reports]
-    what = f"INA, reflector, {label}{' (GSO/GRO)' if gso else ''}, {workers} workers, {n * 4 / 2**20:.1f} MB, W={window}"
+    what = (f"INA, reflector, {label}{' (GSO/GRO)' if gso else ''}, {workers} workers, {n * 4 / 2**20:.1f} MB, "
+            f"W={window}{f', {threads} threads' if threads > 1 else ''}")
     out = _line(what, n, rounds, walls, cpus)
     print(f"    reflector: {refl_cpu:.2f} CPU s ({n * 32 * (rounds + 1) * workers / refl_cpu / 1e9:.3f} Gb/s of "
           f"contributions per core), {st['completed']} aggregates, {st['results_sent']} result datagrams, "
@@ -171,10 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=float, default=8.0, help="gradient size in MB of float32 (default 8)")
     ap.add_argument("--rounds", type=int, default=5, help="timed all-reduce rounds, after one warm-up (default 5)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes, and gloo ranks (default 2)")
-    ap.add_argument("--window", type=int, default=64, help="worker window: fragments awaiting a result (default 64)")
+    ap.add_argument("--window", type=int, default=64,
+                    help="worker window: fragments awaiting a result, per thread (default 64)")
     ap.add_argument("--veth", action="store_true",
                     help="also across a veth pair between two network namespaces made for the run (root)")
     ap.add_argument("--no-gloo", action="store_true", help="leave out the gloo baseline")
+    ap.add_argument("--threads", default="1",
+                    help="threads per worker and for the reflector, or a comma-separated list to compare "
+                         "(e.g. 1,2,4): the gradient is cut into one sub-model per thread (default 1)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of INA and gloo, alternating; medians printed when more than one (default 1)")
     args = ap.parse_args(argv)
@@ -182,6 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
     if args.rounds < 1 or args.window < 1 or args.repeat < 1 or not args.mb > 0:
         ap.error("--rounds, --window and --repeat must be at least 1, --mb positive")
+    try:
+        threads = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        ap.error(f"--threads {args.threads!r}: a number or a comma-separated list of numbers")
+    if not threads or any(t < 1 for t in threads):
+        ap.error("--threads: at least one thread")
     n = int(args.mb * 2**20 / 4)
     print(describe())
     if not native.available():
@@ -189,12 +210,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"hostlib native data path, {K} lanes per fragment; per core = gradient bits / the worker "
           f"process's CPU seconds")
-    ina: list[tuple[float, float]] = []
+    ina: dict[int, list[tuple[float, float]]] = {t: [] for t in threads}
     gloo: list[tuple[float, float]] = []
     for _ in range(args.repeat):             # side by side: machines of a kind differ, and so do minutes
-        net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"      # not another run's addresses
-        ina.append(bench_ina(n, args.rounds, args.workers, args.window, f"{net}.1",
-                             [f"{net}.{w + 2}" for w in range(args.workers)]))
+        for t in threads:
+            net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"      # not another run's addresses
+            ina[t].append(bench_ina(n, args.rounds, args.workers, args.window, f"{net}.1",
+                                    [f"{net}.{w + 2}" for w in range(args.workers)], t))
         if not args.no_gloo:
             g = bench_gloo(n, args.rounds, args.workers)
             if g:
@@ -202,19 +224,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.veth:
         try:
             with veth_pair(args.workers) as (namespaces, ps_ip, ips):
-                bench_ina(n, args.rounds, args.workers, args.window, ps_ip, ips, namespaces, "veth")
+                bench_ina(n, args.rounds, args.workers, args.window, ps_ip, ips, threads[0], namespaces, "veth")
         except (OSError, subprocess.SubprocessError) as e:
             detail = getattr(e, "stderr", "") or e
             print(f"veth: not run ({str(detail).strip()})")
     median = lambda runs, i: float(np.median([r[i] for r in runs]))     # noqa: E731
-    if args.repeat > 1:
-        print(f"{'INA over the reflector (loopback), median of %d' % len(ina):<58} {median(ina, 0):8.3f} Gb/s per host "
-              f"{median(ina, 1):8.3f} Gb/s per core")
+    if args.repeat > 1 or len(threads) > 1:
+        for t in threads:
+            what = f"INA over the reflector (loopback), {t} thread{'s' if t > 1 else ''}, median of {args.repeat}"
+            speedup = f"  {median(ina[t], 0) / median(ina[threads[0]], 0):5.2f}x {threads[0]} thread(s)" \
+                if t != threads[0] else ""
+            print(f"{what:<58} {median(ina[t], 0):8.3f} Gb/s per host {median(ina[t], 1):8.3f} Gb/s per core{speedup}")
         if gloo:
             print(f"{'gloo all-reduce, median of %d' % len(gloo):<58} {median(gloo, 0):8.3f} Gb/s per host "
                   f"{median(gloo, 1):8.3f} Gb/s per core")
     if gloo:
-        print(f"{'INA over the reflector (loopback) / gloo, per host':<58} {median(ina, 0) / median(gloo, 0):8.2f}x")
+        for t in threads:
+            what = f"INA over the reflector (loopback), {t} thread{'s' if t > 1 else ''} / gloo, per host"
+            print(f"{what:<58} {median(ina[t], 0) / median(gloo, 0):8.2f}x")
     return 0
 
 

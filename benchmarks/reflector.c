@@ -51,6 +51,8 @@ typedef struct {
     struct sockaddr_in *names;
     uint8_t *ctl;
     int64_t msg_cap;
+    int64_t *order;           /* a batch's results grouped by sub-model (queue_multicast) */
+    uint8_t *seen;
     Stats *st;
 } R;
 
@@ -182,19 +184,33 @@ static void on_payload(R *r, const uint8_t *p, int64_t len, const struct sockadd
     }
 }
 
-/* the multicast of this batch's completed aggregates: per worker, its results in order */
+/* the multicast of this batch's completed aggregates: per worker, its results in order, a
+ * GSO batch holding one sub-model's (a worker sharded over threads by sub-model reads each
+ * batch on the socket of its first datagram's sub-model) */
 static void queue_multicast(R *r, const int64_t *multicast, int64_t nmulti) {
     int64_t most = r->gso ? (65000 / r->need < GSO_MAX ? 65000 / r->need : GSO_MAX) : 1;
+    int64_t *order = r->order;       /* the batch's results, stably grouped by sub-model */
+    int64_t n = 0;
+    for (int64_t i = 0; i < nmulti; i++) r->seen[i] = 0;
+    for (int64_t i = 0; i < nmulti; i++) {
+        if (r->seen[i]) continue;
+        uint16_t sub = be16(r->tx + multicast[i] * r->need + 6);
+        for (int64_t j = i; j < nmulti; j++)
+            if (!r->seen[j] && be16(r->tx + multicast[j] * r->need + 6) == sub) { order[n++] = multicast[j]; r->seen[j] = 1; }
+    }
     for (int64_t w = 0; w < r->nworkers; w++) {
-        for (int64_t i = 0; i < nmulti; i += most) {
-            int64_t m = nmulti - i < most ? nmulti - i : most;
+        for (int64_t i = 0; i < nmulti;) {
+            uint16_t sub = be16(r->tx + order[i] * r->need + 6);
+            int64_t m = 1;
+            while (i + m < nmulti && m < most && be16(r->tx + order[i + m] * r->need + 6) == sub) m++;
             /* iovecs after the retry answers' (the first tx_cap): one per (worker, result) */
             struct iovec *iov = &r->iov[r->tx_cap + w * r->tx_cap + i];
             for (int64_t j = 0; j < m; j++) {
-                iov[j].iov_base = r->tx + multicast[i + j] * r->need;
+                iov[j].iov_base = r->tx + order[i + j] * r->need;
                 iov[j].iov_len = r->need;
             }
             add_msg(r, &r->workers[w], iov, m, (int)r->gso);
+            i += m;
         }
     }
     r->st->results_sent += nmulti * r->nworkers;
@@ -229,9 +245,11 @@ int64_t ina_reflect(int64_t fd, int64_t lanes, int64_t fan_in, const uint32_t *w
     struct sockaddr_in *from = calloc(RX_SLOTS, sizeof(struct sockaddr_in));
     uint8_t *rxctl = calloc(RX_SLOTS, CMSG_BYTES);
     int64_t *multicast = malloc(r.tx_cap * sizeof(int64_t));
+    r.order = malloc(r.tx_cap * sizeof(int64_t));
+    r.seen = malloc(r.tx_cap);
     int64_t rc = 0;
     if (!r.tx || !r.msgs || !r.iov || !r.names || !r.ctl || !r.workers || !rxbuf || !rx || !rxiov || !from
-        || !rxctl || !multicast) { rc = -ENOMEM; goto out; }
+        || !rxctl || !multicast || !r.order || !r.seen) { rc = -ENOMEM; goto out; }
     for (int64_t w = 0; w < nworkers; w++) {
         r.workers[w].sin_family = AF_INET;
         r.workers[w].sin_port = htons((uint16_t)dst_port);
@@ -286,6 +304,6 @@ int64_t ina_reflect(int64_t fd, int64_t lanes, int64_t fan_in, const uint32_t *w
 out:
     for (int s = 0; s < MAX_SUBS; s++) { free(r.slots[s]); free(r.sums[s]); }
     free(r.tx); free(r.msgs); free(r.iov); free(r.names); free(r.ctl); free(r.workers);
-    free(rxbuf); free(rx); free(rxiov); free(from); free(rxctl); free(multicast);
+    free(rxbuf); free(rx); free(rxiov); free(from); free(rxctl); free(multicast); free(r.order); free(r.seen);
     return rc;
 }

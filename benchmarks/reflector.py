@@ -87,17 +87,19 @@ def load() -> Any:
 class Reflector:
     """The reflector on ``ip``:47100 for workers at ``worker_ips`` (their port 47100), completing
     a fragment at ``fan_in`` contributions (default: every worker). ``gso``: UDP GSO/GRO batches
-    (default: on loopback, as hostlib's native path; ``INAHOST_GSO=0`` turns both off)."""
+    (default: on loopback, as hostlib's native path; ``INAHOST_GSO=0`` turns both off).
+    ``shard=(i, n)``: one of ``n`` reflectors on the same address, each aggregating the
+    sub-models ``s`` with ``s % n == i`` (hostlib.drivers.udp_socket); start them in order of ``i``."""
 
     def __init__(self, ip: str, worker_ips: Sequence[str], *, fan_in: int | None = None, lanes: int = DEFAULT_LANES,
-                 gso: bool | None = None, buffer_bytes: int = 8 << 20) -> None:
+                 gso: bool | None = None, buffer_bytes: int = 8 << 20, shard: tuple[int, int] | None = None) -> None:
         self.lib = load()
         self.ip, self.lanes = ip, lanes
         self.fan_in = len(worker_ips) if fan_in is None else fan_in
         self.gso = loopback_gso(ip) if gso is None else gso
         self._workers = (ctypes.c_uint32 * len(worker_ips))(
             *(int.from_bytes(socket.inet_aton(w), "little") for w in worker_ips))   # network order in memory
-        self.sock = udp_socket(ip, INA_UDP_PORT, buffer_bytes)
+        self.sock = udp_socket(ip, INA_UDP_PORT, buffer_bytes, shard)
         self.stats = ReflectorStats()
         self._stop = ctypes.c_int32(0)
         self._thread: threading.Thread | None = None

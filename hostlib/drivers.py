@@ -188,19 +188,53 @@ def run_on_fabric(fabric: Any, agents: Mapping[str, Agent], until: float, *, hop
     return report
 
 
-def udp_socket(ip: str, port: int, buffer_bytes: int) -> socket.socket:
+def udp_socket(ip: str, port: int, buffer_bytes: int, shard: tuple[int, int] | None = None) -> socket.socket:
     """A non-blocking UDP socket bound to ``ip``:``port`` with ``buffer_bytes`` of send and
     receive buffer (a window of fragments from every worker can land at once; the kernel caps
-    it at net.core.[rw]mem_max)."""
+    it at net.core.[rw]mem_max).
+
+    ``shard=(i, n)``: socket ``i`` of ``n`` on the same address (SO_REUSEPORT), reading the
+    datagrams of the sub-models ``s`` with ``s % n == i`` (:func:`steer_by_submodel`). Bind the
+    ``n`` sockets in the order of ``i``: the kernel numbers a group's sockets as they join it."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
         try:
             sock.setsockopt(socket.SOL_SOCKET, opt, buffer_bytes)
         except OSError:
             pass
+    if shard is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((ip, port))
+    if shard is not None and shard[0] == 0:
+        steer_by_submodel(sock, shard[1])
     sock.setblocking(False)
     return sock
+
+
+SO_ATTACH_REUSEPORT_CBPF = 51            # <asm-generic/socket.h>
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def steer_by_submodel(sock: socket.socket, shards: int) -> None:
+    """Give each datagram that reaches ``sock``'s SO_REUSEPORT group to the group's socket
+    number (sub-model id mod ``shards``): a classic BPF program over the UDP payload, which is
+    the INA header (its sub-model id: the 16 bits at offset 6). One sub-model's datagrams all
+    reach one socket, in order; a datagram too short for the id goes to socket 0."""
+    if not 1 <= shards <= 0xFFFF:
+        raise ValueError(f"{shards} shards: 1 to 65535")
+    code = [(0x28, 6),                    # BPF_LD | BPF_H | BPF_ABS: A = payload[6:8], big-endian
+            (0x94, shards),               # BPF_ALU | BPF_MOD | BPF_K: A %= shards
+            (0x16, 0)]                    # BPF_RET | BPF_A
+    insns = (_SockFilter * len(code))(*[_SockFilter(op, 0, 0, k) for op, k in code])
+    prog = _SockFprog(len(code), ctypes.cast(insns, ctypes.POINTER(_SockFilter)))
+    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, bytes(prog))     # the kernel copies insns
 
 
 # ---------------------------------------------------------------------- many datagrams per call
@@ -352,20 +386,23 @@ class UdpTransport:
     of ``tx_packets``, ``tx_bytes``, ``rx_packets``, ``rx_bytes``: frames and frame bytes, as
     emulation.agents.CountingTransport), which the C loop then keeps up to date; other
     overrides keep seeing every frame through the Python loop.
+
+    ``shard=(i, n)``: one of ``n`` sockets on the same address, each reading the datagrams of
+    its own sub-models (:func:`udp_socket`; hostlib.shards runs an agent per socket and thread).
     """
 
     MMSG_MIN = 4          # fewer frames go out one sendto each: cheaper than laying out a batch
 
     def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
                  batch: int = 256, buffer_bytes: int = 4 << 20, mmsg: bool | None = None,
-                 native: bool | None = None) -> None:
+                 native: bool | None = None, shard: tuple[int, int] | None = None) -> None:
         self.ip, self.port, self.lanes, self.dst_port, self.batch = ip, port, lanes, dst_port, batch
         # run_udp's C loops (hostlib.native) for this socket: None = where available, False = never.
         # Once they ran, the socket is theirs (on loopback its datagrams come GRO-coalesced, which
         # only the C loop splits): its ring state lives in _rings until close.
         self.native = native
         self._rings: native_datapath.SocketRings | None = None
-        self.sock = udp_socket(ip, port, buffer_bytes)
+        self.sock = udp_socket(ip, port, buffer_bytes, shard)
         self.send_dropped = 0            # datagrams the full socket buffer did not take
         self._payload_len = HEADER_LEN + 4 * lanes
         # datagrams longer than an INA payload are cut here: only the first _payload_len bytes

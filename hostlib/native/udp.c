@@ -84,18 +84,35 @@ static int send_msgs(Io *io, int64_t nmsgs) {
     return 0;
 }
 
-/* GSO: the frames grouped by destination (order kept within each), GSO_MAX per message */
+/* a frame's GSO group: its destination and sub-model. A super-packet is steered as a whole by
+ * its first datagram (a receiver sharded over threads by sub-model, SO_REUSEPORT with
+ * hostlib.drivers.steer_by_submodel, reads it on the socket of that datagram's sub-model), so
+ * it holds one sub-model's datagrams only */
+static inline uint64_t gso_key(const uint8_t *f) {
+    uint32_t d;
+    memcpy(&d, f + 30, 4);
+    return (uint64_t)d << 16 | be16(f + PREFIX + 6);
+}
+
+#define GSO_GROUPS 256      /* groups per pass; more (sub-models x destinations): no GSO this pass */
+#define GSO_TABLE 512       /* open addressing over the groups' keys */
+
+/* GSO: the frames grouped by destination and sub-model (order kept within each), GSO_MAX per message */
 static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
-    uint32_t dst[64];
-    int64_t cnt[64], start[64], nd = 0;
+    uint64_t key[GSO_GROUPS];
+    int64_t cnt[GSO_GROUPS], start[GSO_GROUPS], nd = 0;
+    int16_t table[GSO_TABLE];
+    memset(table, 0xff, sizeof(table));          /* -1: empty */
     for (int64_t i = 0; i < m; i++) {
-        uint32_t d;
-        memcpy(&d, frames[i] + 30, 4);
-        int64_t g = 0;
-        while (g < nd && dst[g] != d) g++;
-        if (g == nd) {
-            if (nd == 64) return 1;        /* too many destinations for one pass: no GSO */
-            dst[nd] = d; cnt[nd++] = 0;
+        uint64_t k = gso_key(frames[i]);
+        uint32_t h = (uint32_t)((k * 0x9E3779B97F4A7C15ULL) >> 55);      /* 9 bits: GSO_TABLE */
+        while (table[h] >= 0 && key[table[h]] != k) h = (h + 1) & (GSO_TABLE - 1);
+        int64_t g = table[h];
+        if (g < 0) {
+            if (nd == GSO_GROUPS) return 1;       /* too many groups for one pass: no GSO */
+            g = nd++;
+            table[h] = (int16_t)g;
+            key[g] = k; cnt[g] = 0;
         }
         io->txgid[i] = (int32_t)g;
         cnt[g]++;
@@ -110,8 +127,9 @@ static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
     for (int64_t i = 0; i < m;) {
         uint32_t d;
         memcpy(&d, io->txsorted[i] + 30, 4);
+        uint64_t k = gso_key(io->txsorted[i]);
         int64_t j = i + 1, most = 65000 / io->need < GSO_MAX ? 65000 / io->need : GSO_MAX;   /* 64 KiB a send */
-        while (j < m && j - i < most && memcmp(io->txsorted[j] + 30, &d, 4) == 0) j++;
+        while (j < m && j - i < most && gso_key(io->txsorted[j]) == k) j++;
         struct sockaddr_in *a = &io->txnames[nmsgs];
         a->sin_family = AF_INET;
         a->sin_port = htons((uint16_t)io->dst_port);
