@@ -27,7 +27,7 @@ EV_GAP = 15          # PS: GAP_PY for the hand-off datagram
 
 # the C PS's counters, by index: ParameterServer.stats.received kinds
 KINDS = ("plain", "partial", "collision", "preempted", "drained", "switch_result", "reminder", "no_contribution",
-         "stale", "late", "overlap")
+         "stale", "late", "overlap", "resend", "crossed")
 # the C PS's entry states (ina_ps_take, ina_ps_collect)
 ENTRY_OPEN, ENTRY_DONE, ENTRY_PYTHON = 1, 2, 3
 

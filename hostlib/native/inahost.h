@@ -151,6 +151,7 @@ typedef struct Entry {
     double created, deadline, timeout, completed;    /* completed: when its result went out, -1 before */
     uint32_t bitmap;
     uint8_t state, overflow;        /* state: E_OPEN, E_DONE or E_PY (the Python core's) */
+    int16_t relay_state;            /* hostlib.ps.Entry.relay_state */
     struct Entry *prev, *nxt;       /* the open list, in creation order */
     int64_t acc[];
 } Entry;
@@ -193,6 +194,8 @@ typedef struct {
     int64_t nspare_chunks, spare_chunks_cap;
     Slot *spare_slots;
     int64_t spare_slots_cap;
+    double query_srtt;              /* ParameterServer.query_rtt's smoothed RTT (-1: no sample yet) */
+    int64_t results_resent;
 } Ps;
 
 int ina_ps_payload(Ps *ps, const uint8_t *p, double now);

@@ -34,7 +34,8 @@ static const struct {
     FIELD(Ps, seq), FIELD(Ps, jobs), FIELD(Ps, tables), FIELD(Ps, open), FIELD(Ps, rto), FIELD(Ps, counts),
     FIELD(Ps, completed), FIELD(Ps, results_sent), FIELD(Ps, results_relayed), FIELD(Ps, out_n),
     FIELD(Ps, out_cap), FIELD(Ps, out), FIELD(Ps, scratch), FIELD(Ps, spare_chunks), FIELD(Ps, nspare_chunks),
-    FIELD(Ps, spare_chunks_cap), FIELD(Ps, spare_slots), FIELD(Ps, spare_slots_cap),
+    FIELD(Ps, spare_chunks_cap), FIELD(Ps, spare_slots), FIELD(Ps, spare_slots_cap), FIELD(Ps, query_srtt),
+    FIELD(Ps, results_resent),
 
     FIELD(Io, fd), FIELD(Io, lanes), FIELD(Io, need), FIELD(Io, frame_len), FIELD(Io, cap), FIELD(Io, bufsize),
     FIELD(Io, pos), FIELD(Io, cnt), FIELD(Io, dst_port), FIELD(Io, gso), FIELD(Io, tx_packets),

@@ -174,6 +174,7 @@ static Entry *new_entry(Ps *ps, Table *t, uint64_t key, uint8_t state, double no
     e->timeout = rto_value(&ps->rto);
     e->deadline = now + e->timeout;
     e->completed = -1.0;
+    e->relay_state = -2;
     if (insert(t, e)) { t->used--; return NULL; }
     if (state == E_OPEN) {
         e->prev = ps->open.prev; e->nxt = &ps->open;
@@ -198,7 +199,7 @@ void ina_ps_set_newest(Ps *ps, int64_t job, int64_t newest) {
 }
 
 /* Take an entry over into Python: its data, and from now on every frame of its key is handed
- * off. Returns its state before (0: none). meta: seq, bitmap, overflow; times: created,
+ * off. Returns its state before (0: none). meta: seq, bitmap, overflow, relay_state; times: created,
  * deadline, timeout, completed; acc: K lanes. */
 int64_t ina_ps_take(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t frag, int64_t *meta, double *times,
                     int64_t *acc) {
@@ -207,7 +208,7 @@ int64_t ina_ps_take(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t fra
     Entry *e = lookup(t, (uint64_t)sub << 32 | (uint64_t)frag);
     if (!e) return 0;
     int64_t state = e->state;
-    meta[0] = e->seq; meta[1] = e->bitmap; meta[2] = e->overflow;
+    meta[0] = e->seq; meta[1] = e->bitmap; meta[2] = e->overflow; meta[3] = e->relay_state;
     times[0] = e->created; times[1] = e->deadline; times[2] = e->timeout; times[3] = e->completed;
     memcpy(acc, e->acc, ps->lanes * sizeof(int64_t));
     if (state == E_OPEN) { e->prev->nxt = e->nxt; e->nxt->prev = e->prev; }
@@ -228,7 +229,7 @@ int64_t ina_ps_mark_py(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t 
 
 /* Every live entry (``only_due``: only the open ones due at ``now``) for Python, up to cap,
  * each taken over (state PY). keys: job, round, sub, frag, state per entry (5 each); meta and
- * times as ina_ps_take (3 and 4 each); acc: K each. Returns how many. */
+ * times as ina_ps_take (4 each); acc: K each. Returns how many. */
 int64_t ina_ps_collect(Ps *ps, int64_t only_due, double now, int64_t cap, int64_t *keys, int64_t *meta, double *times,
                        int64_t *acc) {
     int64_t n = 0;
@@ -241,7 +242,7 @@ int64_t ina_ps_collect(Ps *ps, int64_t only_due, double now, int64_t cap, int64_
             int64_t *k = keys + 5 * n;
             k[0] = t->job; k[1] = t->round; k[2] = (int64_t)(e->key >> 32); k[3] = (int64_t)(e->key & 0xffffffffu);
             k[4] = e->state;
-            ina_ps_take(ps, t->job, t->round, k[2], k[3], meta + 3 * n, times + 4 * n, acc + ps->lanes * n);
+            ina_ps_take(ps, t->job, t->round, k[2], k[3], meta + 4 * n, times + 4 * n, acc + ps->lanes * n);
             n++;
         }
     }
@@ -269,6 +270,29 @@ double ina_ps_next_deadline(const Ps *ps) {
     return d;
 }
 
+/* the frame of a complete entry's RESULT (ParameterServer._result_payload), its lanes the
+ * saturated sum, addressed with ``prefix``; ``relay``: the node that multicasts it (RELAY) or 0 */
+static void result_frame(Ps *ps, Job *j, Table *t, Entry *e, int64_t relay, const uint8_t *prefix) {
+    uint8_t *fr = ps->scratch + ps->out_n * ps->frame_len;
+    uint8_t *p = fr + PREFIX, *ln = p + HDR;
+    memcpy(fr, prefix, PREFIX);
+    for (int64_t i = 0; i < ps->lanes; i++) {
+        int64_t v = e->acc[i];
+        v = v > 2147483647LL ? 2147483647LL : (v < -2147483648LL ? -2147483648LL : v);
+        put32(ln + 4 * i, (uint32_t)(int32_t)v);
+    }
+    p[0] = INA_VERSION << 4;
+    p[1] = (relay ? F_RELAY : F_RESULT) | (e->overflow ? F_OVERFLOW : 0);
+    put16(p + 2, (uint16_t)j->id);
+    put16(p + 4, (uint16_t)relay);
+    put16(p + 6, (uint16_t)(e->key >> 32));
+    put32(p + 8, (uint32_t)e->key);
+    p[12] = WORKER_AGGREGATE; p[13] = (uint8_t)j->nworkers; p[14] = (uint8_t)j->nworkers; p[15] = 0;
+    put32(p + 16, j->mask);
+    put32(p + 20, (uint32_t)t->round);
+    ps->out[ps->out_n++] = fr;
+}
+
 static void ps_complete(Ps *ps, Job *j, Table *t, Entry *e, double now) {
     /* _maybe_complete without stand-ins: saturate, RESULT to every worker, in the job's order */
     e->state = E_DONE;
@@ -276,39 +300,56 @@ static void ps_complete(Ps *ps, Job *j, Table *t, Entry *e, double now) {
     e->prev->nxt = e->nxt; e->nxt->prev = e->prev;
     ps->completed++;
     rto_sample(&ps->rto, now - e->created);
-    uint8_t *fr = ps->scratch + ps->out_n * ps->frame_len;
-    uint8_t *p = fr + PREFIX, *ln = p + HDR;
-    int over = e->overflow;
-    for (int64_t i = 0; i < ps->lanes; i++) {
-        int64_t v = e->acc[i];
-        if (v > 2147483647LL) { v = 2147483647LL; over = 1; }
-        if (v < -2147483648LL) { v = -2147483648LL; over = 1; }
-        put32(ln + 4 * i, (uint32_t)(int32_t)v);
-    }
-    e->overflow = over;
-    p[0] = INA_VERSION << 4;
-    p[1] = (j->relay_node ? F_RELAY : F_RESULT) | (over ? F_OVERFLOW : 0);
-    put16(p + 2, (uint16_t)j->id);
-    put16(p + 4, (uint16_t)j->relay_node);
-    put16(p + 6, (uint16_t)(e->key >> 32));
-    put32(p + 8, (uint32_t)e->key);
-    p[12] = WORKER_AGGREGATE; p[13] = (uint8_t)j->nworkers; p[14] = (uint8_t)j->nworkers; p[15] = 0;
-    put32(p + 16, j->mask);
-    put32(p + 20, (uint32_t)t->round);
+    for (int64_t i = 0; i < ps->lanes; i++)
+        if (e->acc[i] > 2147483647LL || e->acc[i] < -2147483648LL) { e->overflow = 1; break; }
     if (j->relay_node) {            /* one frame, the node multicasts it (rule 1) */
-        memcpy(fr, j->relay_prefix, PREFIX);
-        ps->out[ps->out_n++] = fr;
+        result_frame(ps, j, t, e, j->relay_node, j->relay_prefix);
+        e->relay_state = -1;
         ps->results_sent++;
         ps->results_relayed++;
         return;
     }
-    for (int64_t w = 0; w < j->nworkers; w++) {
+    result_frame(ps, j, t, e, 0, j->prefix[0]);
+    uint8_t *first = ps->scratch + (ps->out_n - 1) * ps->frame_len;
+    for (int64_t w = 1; w < j->nworkers; w++) {
         uint8_t *f = ps->scratch + ps->out_n * ps->frame_len;
-        if (w) memcpy(f + PREFIX, p, HDR + 4 * ps->lanes);
         memcpy(f, j->prefix[w], PREFIX);
+        memcpy(f + PREFIX, first + PREFIX, HDR + 4 * ps->lanes);
         ps->out[ps->out_n++] = f;
     }
     ps->results_sent += j->nworkers;
+}
+
+/* ParameterServer._on_resend for an entry C completed: a worker lost its result (or the copy
+ * of its contribution crossed the result on its way); OK, or HANDOFF for anything the Python
+ * core decides (an open or unknown entry: a recovery; a worker the job lacks) */
+static int ps_resend(Ps *ps, Job *j, const uint8_t *p, double now) {
+    int64_t worker = p[12], k = 0;
+    while (k < j->nworkers && j->wid[k] != worker) k++;
+    if (k == j->nworkers) return HANDOFF;
+    int64_t rnd = be32(p + 20);
+    if (!j->has_newest || rnd > j->newest) return NEWROUND;
+    if (rnd < j->newest - 1) { ps->counts[K_RESEND]++; ps->counts[K_STALE]++; return OK; }
+    Table *t = find_table(ps, j->id, rnd, 0);
+    Entry *e = t ? lookup(t, (uint64_t)be16(p + 6) << 32 | be32(p + 8)) : NULL;
+    if (!e || e->state != E_DONE) return HANDOFF;
+    if (ps->out_n + 1 > ps->out_cap) return -ENOBUFS;
+    ps->counts[K_RESEND]++;
+    if (ps->query_srtt >= 0 && now - e->completed < ps->query_srtt) {
+        ps->counts[K_CROSSED]++;    /* sent before the result could reach it: that is on its way */
+        return OK;
+    }
+    ps->results_resent++;
+    if (e->relay_state >= 0 && worker != e->relay_state) {
+        /* a second worker lacks a relayed result: the relay was lost before the node */
+        e->relay_state = -2;
+        result_frame(ps, j, t, e, j->relay_node, j->relay_prefix);
+        ps->results_relayed++;
+        return OK;
+    }
+    if (e->relay_state == -1) e->relay_state = (int16_t)worker;
+    result_frame(ps, j, t, e, 0, j->prefix[k]);
+    return OK;
 }
 
 /* ParameterServer._gap: a first-copy packet (plain, partial, collision) of fragment ``key``
@@ -335,7 +376,8 @@ int ina_ps_gap(Ps *ps, int64_t job, int64_t round, int64_t sub, int64_t frag, in
 int ina_ps_payload(Ps *ps, const uint8_t *p, double now) {
     int flags = p[1];
     Job *j = find_job(ps, be16(p + 2));
-    if (!j || j->python_only || (flags & F_RESEND)) return HANDOFF;
+    if (!j || j->python_only || (flags & F_RESEND && flags & F_RESULT)) return HANDOFF;
+    if (flags & F_RESEND) return ps_resend(ps, j, p, now);
     int kind;
     if (flags & F_PREEMPTED) kind = flags & F_REMINDER ? K_DRAINED : K_PREEMPTED;
     else if (flags & (F_REMINDER | F_RELAY)) kind = K_REMINDER;     /* ours, come back */

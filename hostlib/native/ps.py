@@ -76,8 +76,8 @@ class NativePs:
                 s = lib.ina_ps_mark_py(self.handle, job, rnd, sub, frag)
                 e.seq = s if s >= 0 else e.seq
         self.native_frames = self.python_frames = 0     # sans-IO calls: frames C took, handed on
-        rto_to_c(ps.timeout, self.st.rto)
-        self._meta = np.zeros(3, dtype=np.int64)
+        self._estimators_to_c()
+        self._meta = np.zeros(4, dtype=np.int64)
         self._times = np.zeros(4)
         self._acc = np.zeros(ps.lanes, dtype=np.int64)
         self.out = ctypes.cast(self.st.out, ctypes.POINTER(ctypes.c_void_p))
@@ -103,6 +103,13 @@ class NativePs:
             if n is not None and (not j.has_newest or j.newest != n):
                 self.lib.ina_ps_set_newest(self.handle, jid, n)
 
+    def _estimators_to_c(self) -> None:
+        """The ParameterServer's estimators C reads: the entry timeout, and the query round trip
+        by which a RESEND of a complete fragment crossed its result (ParameterServer._on_resend)."""
+        rto_to_c(self.ps.timeout, self.st.rto)
+        srtt = self.ps.query_rtt.srtt
+        self.st.query_srtt = -1.0 if srtt is None else srtt
+
     def _pull(self) -> None:
         """C's counters and estimator into the ParameterServer."""
         st, stats = self.st, self.ps.stats
@@ -114,12 +121,9 @@ class NativePs:
         stats.completed += st.completed
         stats.results_sent += st.results_sent
         stats.results_relayed += st.results_relayed
-        st.completed = st.results_sent = st.results_relayed = 0
+        stats.results_resent += st.results_resent
+        st.completed = st.results_sent = st.results_relayed = st.results_resent = 0
         rto_from_c(st.rto, self.ps.timeout)
-
-    def _relay_state(self, job: int) -> int:
-        """A completed entry's ``relay_state`` as _maybe_complete leaves it."""
-        return -1 if self._jobs[job].relay_node else -2
 
     @staticmethod
     def _reorder_open(state: "PsState") -> None:
@@ -139,7 +143,7 @@ class NativePs:
         if state == ENTRY_DONE:        # the saturated sum, as _maybe_complete keeps it
             e.result = np.clip(acc, *_INT32).astype(np.int32)
             e.completed_at = float(times[3])
-            e.relay_state = self._relay_state(key[0])
+            e.relay_state = int(meta[3])
         ps_state = self.ps.export_state()
         ps_state.entries[key] = e
         if state == ENTRY_OPEN:
@@ -152,7 +156,7 @@ class NativePs:
         n = self.lib.ina_ps_live(self.handle, int(only_due), now)
         if not n:
             return
-        keys, meta = np.zeros((n, 5), dtype=np.int64), np.zeros((n, 3), dtype=np.int64)
+        keys, meta = np.zeros((n, 5), dtype=np.int64), np.zeros((n, 4), dtype=np.int64)
         times, acc = np.zeros((n, 4)), np.zeros((n, self.lanes), dtype=np.int64)
         got = self.lib.ina_ps_collect(self.handle, int(only_due), now, n, keys.ctypes.data, meta.ctypes.data,
                                       times.ctypes.data, acc.ctypes.data)
@@ -169,7 +173,7 @@ class NativePs:
             entries[key] = e
             if k[4] == ENTRY_DONE:
                 e.result, e.completed_at = r, t[3]
-                e.relay_state = self._relay_state(key[0])
+                e.relay_state = m[3]
             else:
                 open_[key] = e
         self._reorder_open(ps_state)
@@ -200,7 +204,7 @@ class NativePs:
                 s = self.lib.ina_ps_mark_py(self.handle, *key)
                 if s >= 0:
                     e.seq = s
-        rto_to_c(self.ps.timeout, self.st.rto)
+        self._estimators_to_c()
         return out
 
     def python_gap(self, frame: bytes, now: float) -> None:
@@ -218,7 +222,7 @@ class NativePs:
         self._pull()
         self._collect(True, now)
         out = self.ps.on_timer(now)
-        rto_to_c(self.ps.timeout, self.st.rto)
+        self._estimators_to_c()
         return out
 
     def python_deadline(self) -> float:

@@ -49,7 +49,7 @@ class CPs(ctypes.Structure):
                 + [(n, _i64) for n in ("completed", "results_sent", "results_relayed", "out_n", "out_cap")]
                 + [("out", ctypes.POINTER(ctypes.c_void_p)), ("scratch", _ptr)]
                 + [("spare_chunks", _ptr), ("nspare_chunks", _i64), ("spare_chunks_cap", _i64)]
-                + [("spare_slots", _ptr), ("spare_slots_cap", _i64)])
+                + [("spare_slots", _ptr), ("spare_slots_cap", _i64), ("query_srtt", _dbl), ("results_resent", _i64)])
 
 
 class CIo(ctypes.Structure):
