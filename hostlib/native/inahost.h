@@ -4,8 +4,9 @@
  * Fast paths of the sans-IO cores hostlib.worker.Worker and hostlib.ps.ParameterServer, and the
  * UDP loops that run them with recvmmsg/sendmmsg. They own the common case only: a worker's
  * first copies, the results of its current round and fast retransmits; the PS's network
- * contributions and the results it multicasts. Everything else (queries, reminders to answer,
- * RESENDs, result copies, timeouts, frames of other rounds, overflow) is handed back to the
+ * contributions, the results it multicasts and the RESENDs of fragments it completed. Everything
+ * else (queries, reminders to answer, RESENDs of open fragments, result copies, timeouts,
+ * frames of other rounds, overflow) is handed back to the
  * Python cores, which stay the reference: the Python wrapper syncs the state both ways around
  * every hand-off, so there is one protocol logic and these functions mirror it line by line.
  *

@@ -1,5 +1,6 @@
 /* The PS core's common case (hostlib.ps.ParameterServer): network contributions of jobs whose
- * rounds have every worker, completed here and multicast (or relayed). Entries are owned per
+ * rounds have every worker, completed here and multicast (or relayed), and the RESENDs of the
+ * fragments completed here (a worker lost the result). Entries are owned per
  * key: one the Python core needed moves there for good (E_PY) and C hands its frames over.
  * hostlib/native/ps.py's NativePs binds it to a ParameterServer. */
 #include "inahost.h"
