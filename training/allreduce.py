@@ -245,7 +245,10 @@ class InaAllReduce:
                                 or not out.flags.c_contiguous):
             raise ValueError(f"out: {out.size} {out.dtype} values for {np.size(values)} inputs; "
                              "needs contiguous float32 of the same size")
-        v = np.asarray(values, dtype=np.float64).ravel()
+        v = np.asarray(values)
+        if v.dtype not in (np.float32, np.float64):
+            v = v.astype(np.float64)
+        v = v.ravel()             # float32 stays float32: the encoder reads it as it is
         with self._lock:
             self._stop_idle()
             t, resent = time.monotonic(), self.stats.resent
@@ -258,7 +261,7 @@ class InaAllReduce:
                 self.stats.per_call.append([round(took, 4), self.stats.resent - resent, v.size])
                 self._start_idle()
         if average:
-            total = total / self.n_workers
+            total /= self.n_workers           # total is this call's own array
         if out is None:
             return total.astype(np.float32)
         # the same rounding as astype: one float64 -> float32 cast per element
@@ -280,10 +283,11 @@ class InaAllReduce:
         for _ in range(3):
             # negative s (enormous values): pre-scale by an exact power of two instead, since
             # the Worker's scale is a left shift
-            fixed = self._round(np.ldexp(v, min(s, 0)), max(s, 0))
+            fixed = self._round(np.ldexp(v, s) if s < 0 else v, max(s, 0))
             if not self.worker.stats.overflowed:
                 self.last_scale_bits = s
-                return np.ldexp(fixed.astype(np.float64), -s)
+                total = fixed.astype(np.float64)
+                return np.ldexp(total, -s, out=total)
             self.stats.redone += 1          # every worker saw the same flag: all redo it
             s -= 2
         raise OverflowError(f"INA result still saturated at scale 2^{s + 2}: not returning a wrong sum")
@@ -291,7 +295,7 @@ class InaAllReduce:
     @staticmethod
     def _histogram(v: np.ndarray) -> np.ndarray:
         h = np.zeros(HIST_LANES)
-        m = float(np.max(np.abs(v))) if v.size else 0.0
+        m = max(float(v.max()), -float(v.min())) if v.size else 0.0      # max |v|, no |v| array
         if not math.isfinite(m):
             h[-1] = 1
         elif m == 0.0:
