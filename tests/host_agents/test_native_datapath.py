@@ -722,3 +722,40 @@ def test_a_result_presumes_lost_the_sub_models_of_its_node_in_c_as_in_python() -
     retx = [(h.submodel_id, h.fragment_id, h.flags) for f in py[0][1] + py[0][2]
             for h in [P.parse_frame(f, 64).header] if h.flags]
     assert retx == [(0, 0, P.Flags.RETRY)] and py[1].fast_resent == 1
+
+
+@pytest.mark.parametrize("relay", [False, True])
+def test_resends_of_completed_fragments_are_answered_in_c_as_in_python(relay: bool) -> None:
+    """RESENDs of a fragment the PS completed: one that crossed the result (sent within the query
+    round trip after it) is dropped, a later one gets the result again; with a relaying node, the
+    first worker's gets it alone, a second worker's the relay again. C answers them itself
+    (no hand-off), with the frames and counters of the Python core."""
+    ips = ["10.0.0.2", "10.0.0.3", "10.0.0.4"]
+    cfg = JobConfig({w: (ip, 0) for w, ip in enumerate(ips)}, reminder_via={3: "10.0.7.7"} if relay else {},
+                    result_via=3 if relay else 0)
+
+    def frame(w: int, frag: int, flags: P.Flags, rnd: int = 2) -> bytes:
+        h = P.InaHeader.for_worker(4, 0, 0, frag, w, 3, flags=flags, round=rnd)
+        return P.build_frame(h, np.full(16, 1000 * (w + 1) + frag, np.int32), src_ip=ips[w], dst_ip="10.0.9.1")
+
+    def run(native_path: bool) -> tuple:
+        ps = ParameterServer("10.0.9.1", {4: cfg}, lanes=16, timeout=RtoEstimator(initial=1.0, minimum=0.5))
+        ps.query_rtt.sample(0.2)
+        a: Any = native.NativePs(ps) if native_path else ps
+        out = [a.on_frame(frame(w, f, P.Flags(0)), 0.0) for f in range(2) for w in range(3)]   # both complete
+        out += [a.on_frame(frame(1, 0, P.Flags.RESEND), 0.1),          # crossed the result
+                a.on_frame(frame(1, 0, P.Flags.RESEND), 0.5),          # lost it: again
+                a.on_frame(frame(2, 0, P.Flags.RESEND), 0.6),          # a second worker: relay again
+                a.on_frame(frame(0, 1, P.Flags.RESEND), 0.7),
+                a.on_frame(frame(0, 1, P.Flags.RESEND, rnd=0), 0.8)]  # a round before the window: stale
+        handed = a.python_frames if native_path else 0
+        if native_path:
+            a.finish()
+        st = ps.stats
+        return out, dict(st.received), st.results_resent, st.results_relayed, st.results_sent, handed, \
+            {k: (e.relay_state, e.completed_at) for k, e in ps.export_state().entries.items()}
+    py, nat = run(False), run(True)
+    assert py[:5] == nat[:5] and py[6] == nat[6]
+    assert nat[5] == 0                                   # no hand-off: C answered every RESEND
+    assert py[1]["resend"] == 5 and py[1]["crossed"] == 1 and py[1]["stale"] == 1 and py[2] == 3
+    assert py[0][6] == [] and len(py[0][7]) == 1
