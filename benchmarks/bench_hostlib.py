@@ -209,7 +209,7 @@ def _udp_ps(ip: str, jobcfg: JobConfig, threads: int, stop: mp.Event, ready: mp.
             at_stop.append(_cpu())
         return bool(at_stop)
     ps.serve(stopped, 3600.0)
-    q.put(("ps", at_stop[0] - c0, ps.received()))
+    q.put(("ps", at_stop[0] - c0, ps.stats.received))
     ps.close()
 
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 import copy
 import math
 import threading
+from dataclasses import fields
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .drivers import UdpTransport, run_udp
 from .protocol import DEFAULT_LANES, decode_lanes
-from .ps import JobConfig, ParameterServer
+from .ps import JobConfig, ParameterServer, PsStats
 from .worker import FragmentLabel, Worker
 
 
@@ -43,7 +44,10 @@ def _check_threads(threads: int) -> None:
 
 
 def _in_threads(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
-    """Run every task in a thread of its own and wait for all; the first error is raised."""
+    """Run every task in a thread of its own and wait for all; the first error is raised. One
+    task runs in the caller's thread."""
+    if len(tasks) == 1:
+        return [tasks[0]()]
     results: list[Any] = [None] * len(tasks)
     errors: list[BaseException] = []
 
@@ -120,8 +124,33 @@ class ShardedWorker:
             raise TimeoutError(f"round {self.workers[0].round} did not complete in {timeout} s")
         return self.result()
 
+    def serve(self, stop: Callable[[], bool], timeout: float = math.inf, poll: float = 0.05) -> bool:
+        """Keep answering the PS (its queries about the last round) in every shard's thread
+        until ``stop()`` (checked every ``poll`` s) or ``timeout`` s; True if it stopped."""
+        return all(_in_threads([lambda wk=wk, tr=tr: run_udp(wk, tr, timeout, stop=stop, poll=poll)
+                                for wk, tr in zip(self.workers, self.transports)]))
+
     def done(self) -> bool:
         return all(wk.done() for wk in self.workers)
+
+    @property
+    def round(self) -> int:
+        """The current round (every shard's)."""
+        return self.workers[0].round
+
+    @round.setter
+    def round(self, value: int) -> None:
+        for wk in self.workers:
+            wk.round = value
+
+    @property
+    def scale_bits(self) -> int:
+        return self.workers[0].scale_bits
+
+    @scale_bits.setter
+    def scale_bits(self, value: int) -> None:
+        for wk in self.workers:
+            wk.scale_bits = value
 
     def result_fixed(self) -> np.ndarray:
         """The aggregate in fixed point (int64), in gradient order: each shard's sub-models put back."""
@@ -143,6 +172,21 @@ class ShardedWorker:
     def resent(self) -> int:
         """Fragments the shards resent in the current round."""
         return sum(wk.stats.resent for wk in self.workers)
+
+    @property
+    def sent(self) -> int:
+        """First copies the shards sent in the current round."""
+        return sum(wk.stats.sent for wk in self.workers)
+
+    @property
+    def results(self) -> int:
+        """Results the shards received in the current round."""
+        return sum(wk.stats.results for wk in self.workers)
+
+    @property
+    def overflowed(self) -> bool:
+        """Whether a result of the current round saturated (OVERFLOW)."""
+        return any(wk.stats.overflowed for wk in self.workers)
 
     def close(self) -> None:
         for tr in self.transports:
@@ -187,13 +231,23 @@ class ShardedPs:
         return all(_in_threads([lambda ps=ps, tr=tr: run_udp(ps, tr, timeout, stop=stop)
                                 for ps, tr in zip(self.servers, self.transports)]))
 
-    def received(self) -> dict[str, int]:
-        """What the shards received, by kind (ParameterServer.stats.received, summed)."""
-        out: dict[str, int] = {}
+    @property
+    def stats(self) -> PsStats:
+        """The shards' :class:`PsStats`, summed (``received``: by kind)."""
+        out = PsStats()
         for ps in self.servers:
-            for kind, n in ps.stats.received.items():
-                out[kind] = out.get(kind, 0) + n
+            for f in fields(PsStats):
+                mine = getattr(ps.stats, f.name)
+                if f.name == "received":
+                    for kind, n in mine.items():
+                        out.received[kind] = out.received.get(kind, 0) + n
+                else:
+                    setattr(out, f.name, getattr(out, f.name) + mine)
         return out
+
+    def incomplete(self) -> list[tuple[int, int, int, int]]:
+        """(job, round, sub-model, fragment) of every entry still waiting, over the shards."""
+        return [key for ps in self.servers for key in ps.incomplete()]
 
     def _serve_in_background(self) -> None:
         try:

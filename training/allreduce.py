@@ -1,7 +1,7 @@
 """All-reduce of flat float vectors through the INA network, for data-parallel training.
 
-One :class:`InaAllReduce` per training process: it owns a :class:`hostlib.worker.Worker` and a
-:class:`hostlib.drivers.UdpTransport` bound to the worker's address, and every
+One :class:`InaAllReduce` per training process: it owns a :class:`hostlib.shards.ShardedWorker`
+(a :class:`hostlib.worker.Worker` and a UDP socket on the worker's address per thread), and every
 :meth:`InaAllReduce.allreduce` call is two consecutive protocol rounds of the same job:
 
 1. **Scale round.** Switches only add int32 lanes, so the workers agree on a fixed-point scale
@@ -41,11 +41,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from hostlib.drivers import UdpTransport, run_udp
 from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS
-from hostlib.ps import JobConfig, ParameterServer
+from hostlib.ps import JobConfig
 from hostlib.rto import RtoEstimator
-from hostlib.worker import DEFAULT_WINDOW, FragmentLabel, Worker
+from hostlib.shards import ShardedPs, ShardedWorker
+from hostlib.worker import DEFAULT_WINDOW, FragmentLabel
 
 EXP_MIN = -64                 # magnitudes below 2^EXP_MIN share the lowest bin (s is then ~90 bits)
 HIST_LANES = 128              # bins for exponents EXP_MIN .. EXP_MIN + 126, and one "unscalable" lane
@@ -177,11 +177,13 @@ class InaJob:
 
     @classmethod
     def loopback(cls, n_workers: int, net: str = "127.0.10", *, job_id: int = 1,
-                 lanes: int = DEFAULT_LANES) -> "InaJob":
+                 lanes: int = DEFAULT_LANES, submodels: int = 1) -> "InaJob":
         """PS at ``net.1``, worker w at ``net.(w+2)``, no switch: every fragment is labelled
-        node 0, so the PS aggregates (the same protocol, minus the network)."""
+        node 0, so the PS aggregates (the same protocol, minus the network). ``submodels``: equal
+        parts of the gradient, e.g. one per thread of hosts sharded over threads (hostlib.shards)."""
         return cls(job_id, f"{net}.1", [(f"{net}.{w + 2}", 0) for w in range(n_workers)],
-                   [[FragmentLabel(0, n_workers)] for _ in range(n_workers)], [1], lanes=lanes)
+                   [[FragmentLabel(0, n_workers)] * submodels for _ in range(n_workers)], [1] * submodels,
+                   lanes=lanes)
 
 
 # ---------------------------------------------------------------------- worker side
@@ -214,14 +216,16 @@ class InaAllReduce:
     IDLE_POLL = 0.002           # s: how soon a call takes the socket back from the idle server
 
     def __init__(self, job: InaJob, worker_id: int, *, window: int = DEFAULT_WINDOW, timeout: float = 60.0,
-                 transport: UdpTransport | None = None) -> None:
+                 threads: int = 1) -> None:
         if not 0 <= worker_id < job.n_workers:
             raise ValueError(f"worker id {worker_id} not in 0..{job.n_workers - 1}")
         self.job, self.worker_id, self.timeout = job, worker_id, timeout
         ip, mac = job.workers[worker_id]
-        self.worker = Worker(job.job_id, worker_id, job.ps_ip, ip, job.labels[worker_id], mac=mac,
-                             lanes=job.lanes, window=window, rto=job.rto_estimator(), scale_bits=0)
-        self.transport = transport if transport is not None else UdpTransport(ip, lanes=job.lanes)
+        # the job's sub-models over ``threads`` threads, each with its own socket (hostlib.shards);
+        # one thread: one Worker and one socket
+        self.worker = ShardedWorker(job.job_id, worker_id, job.ps_ip, ip, job.labels[worker_id], threads, mac=mac,
+                                    lanes=job.lanes, native=None, window=window, rto=job.rto_estimator(),
+                                    scale_bits=0)
         self.worker.round = job.first_round - 1          # push() starts the next one
         self.stats = AllReduceStats()
         self.last_scale_bits: int | None = None
@@ -284,7 +288,7 @@ class InaAllReduce:
             # negative s (enormous values): pre-scale by an exact power of two instead, since
             # the Worker's scale is a left shift
             fixed = self._round(np.ldexp(v, s) if s < 0 else v, max(s, 0))
-            if not self.worker.stats.overflowed:
+            if not self.worker.overflowed:
                 self.last_scale_bits = s
                 total = fixed.astype(np.float64)
                 return np.ldexp(total, -s, out=total)
@@ -313,13 +317,13 @@ class InaAllReduce:
         wk = self.worker
         wk.scale_bits = scale_bits
         wk.push(values, self.job.split(values.size))
-        if not run_udp(wk, self.transport, self.timeout):
+        if not wk.run(self.timeout):
             raise AllReduceTimeout(f"worker {self.worker_id}: round {wk.round} incomplete after {self.timeout:g} s "
-                                   f"({wk.stats.results} results received)")
+                                   f"({wk.results} results received)")
         self.stats.rounds += 1
         self.stats.last_round = wk.round
-        self.stats.sent += wk.stats.sent
-        self.stats.resent += wk.stats.resent
+        self.stats.sent += wk.sent
+        self.stats.resent += wk.resent
         return wk.result_fixed()
 
     def _start_idle(self) -> None:
@@ -328,8 +332,7 @@ class InaAllReduce:
             return
         self._idle_stop.clear()
         self._idle = threading.Thread(
-            target=run_udp, args=(self.worker, self.transport, math.inf),
-            kwargs={"stop": self._idle_stop.is_set, "poll": self.IDLE_POLL},
+            target=self.worker.serve, args=(self._idle_stop.is_set, math.inf, self.IDLE_POLL),
             daemon=True, name=f"ina-worker-{self.worker_id}-idle")
         self._idle.start()
 
@@ -345,12 +348,12 @@ class InaAllReduce:
         with self._lock:
             self._stop_idle()
             if self.worker.round >= 0:
-                run_udp(self.worker, self.transport, timeout, stop=stop)
+                self.worker.serve(stop, timeout)
 
     def close(self) -> None:
         with self._lock:
             self._stop_idle()
-        self.transport.close()
+        self.worker.close()
 
     def __enter__(self) -> "InaAllReduce":
         return self
@@ -360,20 +363,18 @@ class InaAllReduce:
 
 
 # ---------------------------------------------------------------------- PS side
-def serve_ps(job: InaJob, stop: Callable[[], bool], *, timeout: float = 3600.0,
-             transport: UdpTransport | None = None,
-             on_ready: Callable[[], None] | None = None) -> ParameterServer:
-    """Run the job's parameter server on ``job.ps_ip`` until ``stop()`` (or ``timeout`` s);
-    returns it (``.stats``). ``on_ready`` is called once its socket is bound."""
-    tr = transport if transport is not None else UdpTransport(job.ps_ip, lanes=job.lanes)
-    ps = ParameterServer(job.ps_ip, {job.job_id: job.job_config()}, mac=job.ps_mac, lanes=job.lanes,
-                         timeout=job.rto_estimator())
+def serve_ps(job: InaJob, stop: Callable[[], bool], *, timeout: float = 3600.0, threads: int = 1,
+             on_ready: Callable[[], None] | None = None) -> ShardedPs:
+    """Run the job's parameter server on ``job.ps_ip`` until ``stop()`` (or ``timeout`` s), its
+    sub-models over ``threads`` threads (hostlib.shards); returns it (``.stats``). ``on_ready`` is
+    called once its sockets are bound."""
+    ps = ShardedPs(job.ps_ip, {job.job_id: job.job_config()}, threads, mac=job.ps_mac, lanes=job.lanes,
+                   native=None, timeout=job.rto_estimator())
     try:
         if on_ready is not None:
             on_ready()
-        run_udp(ps, tr, timeout, stop=stop)
+        ps.serve(stop, timeout)
     finally:
-        if transport is None:
-            tr.close()
+        ps.close()
     return ps
 

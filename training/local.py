@@ -27,6 +27,12 @@ from .allreduce import InaJob, serve_ps
 from .launch import MODES, machine, merge, read_rows, wait_workers, worker_command, write_report
 
 
+# fragments in flight per worker thread: no switch shares its aggregators here, so the window
+# only has to cover the round trip through the PS (the fabric's default, 10, is sized for
+# switch pools and leaves loopback waiting on round trips)
+LOOPBACK_WINDOW = 64
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -34,7 +40,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def run_mode(mode: str, job: InaJob, workdir: Path, *, steps: int, verify: bool = False, seed: int = 0,
-             timeout: float = 600.0, extra: Sequence[str] = (),
+             timeout: float = 600.0, extra: Sequence[str] = (), threads: int = 1, window: int = LOOPBACK_WINDOW,
              progress: Callable[[int], None] | None = None) -> list[list[dict[str, Any]]]:
     """``job.n_workers`` worker processes of ``mode`` on loopback (INA: with a PS thread);
     every rank's per-step rows."""
@@ -46,7 +52,8 @@ def run_mode(mode: str, job: InaJob, workdir: Path, *, steps: int, verify: bool 
     ps_thread = None
     if mode == "ina":
         ps_thread = threading.Thread(target=serve_ps, args=(job, stop.is_set),
-                                     kwargs={"timeout": timeout, "on_ready": ready.set}, daemon=True)
+                                     kwargs={"timeout": timeout, "on_ready": ready.set, "threads": threads},
+                                     daemon=True)
         ps_thread.start()
         if not ready.wait(30):
             raise RuntimeError(f"PS on {job.ps_ip} did not start")
@@ -62,7 +69,9 @@ def run_mode(mode: str, job: InaJob, workdir: Path, *, steps: int, verify: bool 
             with open(logs[f"rank{r}"], "w") as log:
                 procs[f"rank{r}"] = subprocess.Popen(
                     worker_command(r, n, master, mode, csvs[r], steps=steps, job_file=job_file, verify=verify,
-                                   seed=seed, extra=extra), stdout=log, stderr=subprocess.STDOUT, env=env)
+                                   seed=seed, extra=[*extra, "--ina-threads", str(threads), "--window", str(window)] if mode == "ina"
+                                   else extra),
+                    stdout=log, stderr=subprocess.STDOUT, env=env)
         wait_workers(procs, logs, timeout, progress_csv=csvs[0], progress=progress)
     finally:
         for p in procs.values():                 # only ours, by PID
@@ -75,13 +84,14 @@ def run_mode(mode: str, job: InaJob, workdir: Path, *, steps: int, verify: bool 
     return [read_rows(c) for c in csvs]
 
 
-def loopback_job(workers: int) -> InaJob:
+def loopback_job(workers: int, threads: int = 1) -> InaJob:
+    """A job of ``workers`` on random loopback addresses, one sub-model per thread."""
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
-    return InaJob.loopback(workers, net)
+    return InaJob.loopback(workers, net, submodels=threads)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .train_digits import DEVICES, MODELS, ModelSpec, device_for      # torch: only for the command line
+    from .train_digits import DEFAULT_HIDDEN, DEVICES, MODELS, ModelSpec, device_for   # torch: only for the CLI
     ap = argparse.ArgumentParser(
         prog="python -m training.local",
         description="Train the digits MLP or CNN with N worker processes on this machine, gradients averaged through the "
@@ -91,10 +101,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=100, help="training steps per mode (default 100)")
     ap.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo (default both)")
     ap.add_argument("--verify", action="store_true", help="INA: check every step's gradients against gloo's")
-    ap.add_argument("--model", choices=MODELS, default="mlp", help="mlp (default) or cnn (training.train_digits)")
+    ap.add_argument("--model", choices=MODELS, default="mlp",
+                    help="mlp (default), cnn, or wide (1.1M parameters) (training.train_digits)")
     ap.add_argument("--device", choices=DEVICES, default="cpu",
                     help="where every worker trains (default cpu); cuda: worker r on GPU r mod the GPU count, "
                          "refused without CUDA")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="INA: threads per worker and for the PS, the gradient cut into as many sub-models "
+                         "(hostlib.shards; default 1)")
+    ap.add_argument("--window", type=int, default=LOOPBACK_WINDOW,
+                    help=f"INA fragments in flight per worker thread (default {LOOPBACK_WINDOW})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="results/training-local", help="output folder")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -106,20 +122,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
     if args.steps < 1:
         ap.error(f"--steps {args.steps}: must be at least 1")
+    if not 1 <= args.threads <= 64:
+        ap.error(f"--threads {args.threads}: must be in 1..64")
+    if args.window < 1:
+        ap.error(f"--window {args.window}: must be at least 1")
     try:
         device_for(args.device, 0)
     except ValueError as e:
         ap.error(str(e))
     from tqdm import tqdm
     out = Path(args.out)
-    job = loopback_job(args.workers)
+    job = loopback_job(args.workers, args.threads)
     per_mode = {}
     with tqdm(total=args.steps * len(modes), unit="step", disable=args.quiet, file=sys.stderr) as bar:
         for mode in modes:
             bar.set_description(mode)
             per_mode[mode] = run_mode(mode, job, out / "runs", steps=args.steps, verify=args.verify, seed=args.seed,
-                                      extra=[*ModelSpec(args.model).cli_args(), "--device", args.device],
-                                      progress=bar.update)
+                                      extra=[*ModelSpec(args.model, DEFAULT_HIDDEN[args.model]).cli_args(), "--device",
+                                             args.device],
+                                      threads=args.threads, window=args.window, progress=bar.update)
     rows = merge(per_mode)
     s = write_report(out, rows, title=f"digits {args.model.upper()}, {args.workers} workers, loopback (no switch)",
                      setup=f"Machine: {machine(args.device)}. INA: PS on {job.ps_ip} aggregates (node 0), UDP over loopback.")

@@ -172,7 +172,8 @@ def train(args: argparse.Namespace) -> list[dict[str, Any]]:
         model = ModelSpec(args.model, args.hidden).build(args.seed).to(device)  # check_args filled hidden in
         ddp = DistributedDataParallel(model, device_ids=None if device.type == "cpu" else [device])
         if args.allreduce == "ina":
-            ina = InaAllReduce(InaJob.load(args.ina_job), args.rank, window=args.window, timeout=args.timeout)
+            ina = InaAllReduce(InaJob.load(args.ina_job), args.rank, window=args.window, timeout=args.timeout,
+                               threads=args.ina_threads)
             hook = register_ina_hook(ddp, ina)
         opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
         loss_fn = nn.CrossEntropyLoss()
@@ -283,7 +284,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--hidden", type=int, default=None,
                     help="hidden units of the last layers (default 64; wide: 1024)")
     ap.add_argument("--seed", type=int, default=0, help="weights, shards and batches (default 0)")
-    ap.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="INA fragments awaiting a result per worker")
+    ap.add_argument("--window", type=int, default=DEFAULT_WINDOW,
+                    help="INA fragments awaiting a result per worker (per thread)")
+    ap.add_argument("--ina-threads", type=int, default=1,
+                    help="INA: threads, each sending and receiving the sub-models s with s mod threads its own "
+                         "(hostlib.shards; the job needs as many sub-models to use them all; default 1)")
     ap.add_argument("--timeout", type=float, default=120.0, help="s to wait for a rendezvous or an INA round")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     ap.add_argument("--device", choices=DEVICES, default="cpu",
@@ -307,7 +312,7 @@ def check_args(args: argparse.Namespace) -> None:
     host, _, port = args.master.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"--master {args.master!r}: expected IP:PORT")
-    for name in ("steps", "batch_size", "hidden", "window", "threads"):
+    for name in ("steps", "batch_size", "hidden", "window", "threads", "ina_threads"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     if not args.lr > 0 or not math.isfinite(args.lr):

@@ -106,7 +106,7 @@ def test_sharded_workers_and_ps_all_reduce_exactly(monkeypatch: pytest.MonkeyPat
         finally:
             for wk in workers:
                 wk.close()
-    received = ps.received()
+    received = ps.stats.received
     assert received.get("plain", 0) >= len(rounds) * len(ips) * sum(-(-s // K) for s in sizes)
 
 

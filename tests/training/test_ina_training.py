@@ -126,15 +126,17 @@ def test_a_non_finite_gradient_fails_the_call_on_every_worker_and_the_next_call_
         assert np.array_equal(res, np.full(100, 6.0, np.float32))
 
 
-def test_ddp_hook_gradients_match_gloo_for_two_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ddp_hook_gradients_match_gloo_for_two_workers(tmp_path: Path, threads: int) -> None:
     """torch DDP on a gloo process group, 2 worker processes, the INA hook averaging every
     bucket: at every step each rank also averages its own local gradient with gloo, and the INA
     mean must be within the rounding bound of it (``grad_ratio`` <= 1, see
     training.train_digits.grad_error_bound). Then the same training with gloo's all-reduce:
-    same initial loss, the same weights' trajectory up to that rounding."""
-    job = loopback_job(2)
+    same initial loss, the same weights' trajectory up to that rounding. With 2 threads every
+    worker and the PS shard the job's two sub-models over two sockets (hostlib.shards)."""
+    job = loopback_job(2, threads)
     steps = 4
-    ina = run_mode("ina", job, tmp_path, steps=steps, verify=True, timeout=120)
+    ina = run_mode("ina", job, tmp_path, steps=steps, verify=True, timeout=120, threads=threads)
     gloo = run_mode("gloo", job, tmp_path, steps=steps, timeout=120)
     for ranks in (ina, gloo):
         assert [len(r) for r in ranks] == [steps, steps]
