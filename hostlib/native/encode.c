@@ -2,11 +2,6 @@
  * encode_round calls it). */
 #include "inahost.h"
 
-/* A whole round's first copies (ina_encode_frames): values (float32 or float64) ->
- * rint(v * 2^scale) -> int32 big-endian lanes behind a copy of ``prefix`` and of sub-model s's
- * header template (fragment id patched in). Returns 0, or 1 when a value is not finite or
- * overflows int32 (unless ``clip``): the caller then lets hostlib.protocol.encode_fragments
- * raise its exact error. */
 /* one fragment's lanes, the common case: every value finite and inside int32 after rounding.
  * Returns 0 if some value is not, and the caller redoes the fragment exactly.
  *
@@ -61,6 +56,11 @@ static int encode_fast32(const float *v, int64_t m, double scale, uint8_t *ln) {
 }
 #endif
 
+/* A whole round's first copies (ina_encode_frames): values (float32 or float64) ->
+ * rint(v * 2^scale) -> int32 big-endian lanes behind a copy of ``prefix`` and of sub-model s's
+ * header template (fragment id patched in). Returns 0, or 1 when a value is not finite or
+ * overflows int32 (unless ``clip``): the caller then lets hostlib.protocol.encode_fragments
+ * raise its exact error. */
 int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, int64_t nsubs, int64_t scale_bits,
                       int64_t lanes, int64_t clip, const uint8_t *prefix, const uint8_t *templates, uint8_t *out) {
     const double scale = ldexp(1.0, (int)scale_bits);
