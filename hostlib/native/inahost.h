@@ -143,6 +143,7 @@ typedef struct {
 } Worker;
 
 int ina_worker_payload(Worker *w, const uint8_t *p, double now);
+void ina_worker_timer(Worker *w, double now);
 double ina_worker_next_deadline(const Worker *w);
 
 /* ------------------------------------------------------------------ PS (ps.c) */

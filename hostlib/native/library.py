@@ -76,6 +76,7 @@ _SIGNATURES: dict[str, tuple[list[Any], Any]] = {
     "ina_constant": ([_I, _P, _P], ctypes.c_int),
     "ina_encode_frames": ([_P, _I, _P, _I, _I, _I, _I, _P, _P, _P], ctypes.c_int),
     "ina_worker_fill": ([_P, _D], None),
+    "ina_worker_timer": ([_P, _D], None),
     "ina_worker_frame": ([_P, _P, _I, _D], ctypes.c_int),
     "ina_worker_next_deadline": ([_P], _D),
     "ina_ps_new": ([_I, _I, _I], _P),

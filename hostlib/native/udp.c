@@ -313,8 +313,13 @@ int ina_worker_udp(Worker *w, Io *io, double t0, double until, double py_deadlin
         }
         if (stop_on_done && w->n_done == w->n) return EV_DONE;
         double dl = ina_worker_next_deadline(w);
+        if (dl <= now) {                      /* our timers: resend here, then go on */
+            ina_worker_timer(w, now);
+            continue;
+        }
         if (py_deadline < dl) dl = py_deadline;
         int r = io_wait(io, t0, dl, until, &now);
+        if (r == EV_TIMER && py_deadline > now) continue;    /* ours fell due while waiting */
         if (r) return r;
     }
 }
@@ -348,7 +353,7 @@ int ina_group_udp(Worker **ws, int64_t nw, Io *io, double t0, double until, doub
                 return EV_FRAME;
             }
         }
-        int all_done = 1;
+        int all_done = 1, fired = 0;
         double dl = py_deadline;
         for (int64_t i = 0; i < nw; i++) {
             Worker *w = ws[i];
@@ -359,10 +364,17 @@ int ina_group_udp(Worker **ws, int64_t nw, Io *io, double t0, double until, doub
             }
             all_done &= w->n_done == w->n;
             double x = ina_worker_next_deadline(w);
-            if (x < dl) dl = x;
+            if (x <= now) {                   /* its timers: resend here (sent on the next pass) */
+                ina_worker_timer(w, now);
+                fired = 1;
+            } else if (x < dl) {
+                dl = x;
+            }
         }
+        if (fired) continue;
         if (stop_on_done && all_done) return EV_DONE;
         int r = io_wait(io, t0, dl, until, &now);
+        if (r == EV_TIMER && py_deadline > now) continue;    /* a worker's fell due while waiting */
         if (r) return r;
     }
 }

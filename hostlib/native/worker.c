@@ -21,6 +21,23 @@ static void w_resend(Worker *w, int64_t idx) {
     w_emit(w, fr);
 }
 
+/* Worker._fastest_path: the smallest smoothed RTT of the sub-models' paths (0 before any sample) */
+static double w_fastest_path(const Worker *w) {
+    double fastest = INFINITY;
+    for (int64_t q = 0; q < w->nsubs; q++)
+        if (w->path_srtt[q] >= 0 && w->path_srtt[q] < fastest) fastest = w->path_srtt[q];
+    return isinf(fastest) ? 0.0 : fastest;
+}
+
+/* Worker.retry_wait: the resends' round trip (the RTO floor before one), at least the fastest
+ * path's srtt, at most the maximum */
+static double w_retry_wait(const Worker *w) {
+    double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
+    double fastest = w_fastest_path(w);
+    if (fastest > retry) retry = fastest;
+    return retry < w->rto.maximum ? retry : w->rto.maximum;
+}
+
 /* Worker._path_sample: RFC 6298's update of sub-model p's round trip */
 static void w_path_sample(Worker *w, int32_t p, double rtt) {
     smoothed(w->path_srtt[p] < 0, &w->path_srtt[p], &w->path_rttvar[p], rtt);
@@ -133,16 +150,7 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     }
     if (w->first_sent[idx] > w->newest_answered) w->newest_answered = w->first_sent[idx];
     int32_t s = w->sub[idx];
-    /* Worker.retry_wait and the RACK window */
-    double retry = w->resend_rtt.has_srtt ? rto_value(&w->resend_rtt) : w->rto.minimum;
-    {   /* Worker.retry_wait: at least the fastest path's srtt, at most the maximum */
-        double fastest = INFINITY;
-        for (int64_t q = 0; q < w->nsubs; q++)
-            if (w->path_srtt[q] >= 0 && w->path_srtt[q] < fastest) fastest = w->path_srtt[q];
-        if (isinf(fastest)) fastest = 0.0;
-        if (fastest > retry) retry = fastest;
-        if (retry > w->rto.maximum) retry = w->rto.maximum;
-    }
+    double retry = w_retry_wait(w);
     for (int64_t e = w->base; e < idx; e++) {
         if (!w->pend[e] || w->retx[e]) continue;
         /* a switch's result speaks for its node's sub-models, the PS's for its own sub-model;
@@ -181,6 +189,57 @@ int ina_worker_payload(Worker *w, const uint8_t *p, double now) {
     while (w->base < w->n && w->done[w->base]) w->base++;
     ina_worker_fill(w, now);
     return OK;
+}
+
+/* Worker.on_timer: the expired fragments there is evidence against (a fragment sent later has
+ * its result) resent, and per call the oldest expired one without such evidence as a probe; the
+ * others re-armed. Then the window is filled if anything went. */
+void ina_worker_timer(Worker *w, double now) {
+    int probed = 0, any = 0;
+    double answered = w->newest_answered;
+    for (int64_t e = w->base; e < w->next; e++) {
+        if (!w->pend[e] || w->deadline[e] > now) continue;
+        int evidence = w->first_sent[e] < answered;
+        if (!evidence && probed) {                   /* no evidence yet: wait another timeout */
+            w->deadline[e] = now + w->timeout[e];
+            continue;
+        }
+        probed = probed || !evidence;
+        int tries = w->retx[e];
+        if (!tries) {
+            if (w->later[e] >= 0) w->n_recovering++;    /* else a PS result freed its slot already */
+            w->timeout[e] = w_retry_wait(w);
+        } else if (tries == 1 && w->retry_rtt.has_srtt) {      /* the third try */
+            double rto = rto_value(&w->rto), backoff = 2.0 * w->timeout[e];   /* Rto.backoff, no floor */
+            if (w->rto.max_backoff * rto < backoff) backoff = w->rto.max_backoff * rto;
+            if (w->rto.maximum < backoff) backoff = w->rto.maximum;
+            double retry = rto_value(&w->retry_rtt);
+            w->timeout[e] = retry < backoff ? retry : backoff;
+        } else {
+            /* doubling, up to max_backoff measured answer times (or RTOs before any), the RTO
+             * ceiling once no retransmission was answered for max_backoff such caps */
+            const Rto *measured = w->retry_rtt.has_srtt ? &w->retry_rtt : &w->resend_rtt;
+            double base = rto_value(&w->rto);
+            if (measured->has_srtt) {
+                double fastest = w_fastest_path(w);
+                base = rto_value(measured);
+                if (fastest > base) base = fastest;
+            }
+            double cap = w->rto.max_backoff * base;
+            if (now - w->recovery_answered > w->rto.max_backoff * cap) cap = w->rto.maximum;
+            double t = 2.0 * w->timeout[e];
+            if (cap < t) t = cap;
+            if (w->rto.maximum < t) t = w->rto.maximum;
+            w->timeout[e] = t;
+        }
+        w->retx[e] = (uint8_t)(tries + 1 < 255 ? tries + 1 : 255);
+        w->deadline[e] = now + w->timeout[e];
+        w->resent_at[e] = now;
+        w->resent++;
+        w_resend(w, e);
+        any = 1;
+    }
+    if (any) ina_worker_fill(w, now);
 }
 
 int ina_worker_frame(Worker *w, const uint8_t *f, int64_t len, double now) {

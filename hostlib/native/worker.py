@@ -247,7 +247,11 @@ class NativeWorker:
         return each_frame(self.on_frame, frames, now)
 
     def on_timer(self, now: float) -> list[bytes]:
-        return self.python_core().on_timer(now)
+        if not self.bound():
+            return self.python_core().on_timer(now)
+        self.to_c()
+        self.lib.ina_worker_timer(ctypes.byref(self.st), now)
+        return self._outputs()
 
     def next_deadline(self) -> float | None:
         if not self._py_fresh and self.bound():
@@ -313,7 +317,7 @@ class NativeGroup:
         return each_frame(self.on_frame, frames, now)
 
     def on_timer(self, now: float) -> list[bytes]:
-        return self.python_core().on_timer(now)
+        return [f for n in self.natives.values() for f in n.on_timer(now)]     # WorkerGroup.on_timer's order
 
     def next_deadline(self) -> float | None:
         return min((d for n in self.natives.values() if (d := n.next_deadline()) is not None), default=None)
