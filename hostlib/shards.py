@@ -66,6 +66,23 @@ def _in_threads(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
     return results
 
 
+def _on_every_shard(attr: str, doc: str) -> property:
+    """A Worker attribute that every shard of a ShardedWorker has alike: read from the first,
+    set on all."""
+    def get(self: "ShardedWorker") -> Any:
+        return getattr(self.workers[0], attr)
+
+    def put(self: "ShardedWorker", value: Any) -> None:
+        for wk in self.workers:
+            setattr(wk, attr, value)
+    return property(get, put, doc=doc)
+
+
+def _summed(counter: str, doc: str) -> property:
+    """A WorkerStats counter summed over a ShardedWorker's shards."""
+    return property(lambda self: sum(getattr(wk.stats, counter) for wk in self.workers), doc=doc)
+
+
 class ShardedWorker:
     """One worker of a job (``job_id``, ``worker_id``) at ``ip``, its sub-models sharded over
     ``threads`` threads. ``labels``: each sub-model's label, as :class:`Worker` takes them;
@@ -133,24 +150,8 @@ class ShardedWorker:
     def done(self) -> bool:
         return all(wk.done() for wk in self.workers)
 
-    @property
-    def round(self) -> int:
-        """The current round (every shard's)."""
-        return self.workers[0].round
-
-    @round.setter
-    def round(self, value: int) -> None:
-        for wk in self.workers:
-            wk.round = value
-
-    @property
-    def scale_bits(self) -> int:
-        return self.workers[0].scale_bits
-
-    @scale_bits.setter
-    def scale_bits(self, value: int) -> None:
-        for wk in self.workers:
-            wk.scale_bits = value
+    round = _on_every_shard("round", "The current round (every shard's).")
+    scale_bits = _on_every_shard("scale_bits", "Fixed-point fraction bits (every shard's).")
 
     def result_fixed(self) -> np.ndarray:
         """The aggregate in fixed point (int64), in gradient order: each shard's sub-models put back."""
@@ -168,20 +169,9 @@ class ShardedWorker:
     def result(self) -> np.ndarray:
         return decode_lanes(self.result_fixed(), self.workers[0].scale_bits)
 
-    @property
-    def resent(self) -> int:
-        """Fragments the shards resent in the current round."""
-        return sum(wk.stats.resent for wk in self.workers)
-
-    @property
-    def sent(self) -> int:
-        """First copies the shards sent in the current round."""
-        return sum(wk.stats.sent for wk in self.workers)
-
-    @property
-    def results(self) -> int:
-        """Results the shards received in the current round."""
-        return sum(wk.stats.results for wk in self.workers)
+    resent = _summed("resent", "Fragments the shards resent in the current round.")
+    sent = _summed("sent", "First copies the shards sent in the current round.")
+    results = _summed("results", "Results the shards received in the current round.")
 
     @property
     def overflowed(self) -> bool:
