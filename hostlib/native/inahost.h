@@ -3,12 +3,12 @@
  *
  * Fast paths of the sans-IO cores hostlib.worker.Worker and hostlib.ps.ParameterServer, and the
  * UDP loops that run them with recvmmsg/sendmmsg. They own the common case only: a worker's
- * first copies, the results of its current round and fast retransmits; the PS's network
- * contributions, the results it multicasts and the RESENDs of fragments it completed. Everything
- * else (queries, reminders to answer, RESENDs of open fragments, result copies, timeouts,
- * frames of other rounds, overflow) is handed back to the
- * Python cores, which stay the reference: the Python wrapper syncs the state both ways around
- * every hand-off, so there is one protocol logic and these functions mirror it line by line.
+ * first copies, the results of its current round, fast retransmits and its timers; the PS's
+ * network contributions, the results it multicasts and the RESENDs of fragments it completed.
+ * Everything else (queries, reminders to answer, RESENDs of open fragments, result copies, the
+ * PS's timeouts, frames of other rounds, overflow) is handed back to the Python cores, which
+ * stay the reference: the Python wrapper syncs the state both ways around every hand-off, so
+ * there is one protocol logic and these functions mirror it line by line.
  *
  * Frames are Ethernet/IPv4/UDP/INA as hostlib builds them (PREFIX bytes of headers, then the
  * INA header and K big-endian int32 lanes); on UDP only the INA part travels.
