@@ -60,7 +60,7 @@ def _reflector_proc(ps_ip: str, ips: list[str], threads: int, netns: str | None,
     _enter(netns)
     from benchmarks.reflector import Reflector
     # one reflector per thread, each aggregating its sub-models (hostlib.shards' steering)
-    refls = [Reflector(ps_ip, ips, shard=(t, threads)) for t in range(threads)]
+    refls = [Reflector(ps_ip, ips, shard=(t, threads) if threads > 1 else None) for t in range(threads)]
     for r in refls:
         r.start()
     ready.set()

@@ -38,6 +38,12 @@ def shard_of(submodel_id: int, shards: int) -> int:
     return submodel_id % shards
 
 
+def _shard(i: int, threads: int) -> tuple[int, int] | None:
+    """Socket ``i``'s place in its group; one thread: a socket of its own (no SO_REUSEPORT, so
+    a second agent on the same address fails to bind instead of sharing the port)."""
+    return (i, threads) if threads > 1 else None
+
+
 def _check_threads(threads: int) -> None:
     if not 1 <= threads <= 0xFFFF:
         raise ValueError(f"threads {threads}: 1 to 65535")
@@ -102,7 +108,7 @@ class ShardedWorker:
         try:
             for t in range(threads):        # bound in shard order: the kernel numbers the group so
                 self.transports.append(UdpTransport(ip, lanes=lanes, native=native, buffer_bytes=buffer_bytes,
-                                                    shard=(t, threads)))
+                                                    shard=_shard(t, threads)))
                 options = {k: copy.deepcopy(v) for k, v in worker_options.items()}
                 mine = {s: lab for s, lab in by_sub.items() if shard_of(s, threads) == t}
                 self.workers.append(Worker(job_id, worker_id, ps_ip, ip, mine, lanes=lanes, native=native is not False,
@@ -208,7 +214,7 @@ class ShardedPs:
         try:
             for t in range(threads):
                 self.transports.append(UdpTransport(ip, lanes=lanes, native=native, buffer_bytes=buffer_bytes,
-                                                    shard=(t, threads)))
+                                                    shard=_shard(t, threads)))
                 options = {k: copy.deepcopy(v) for k, v in ps_options.items()}
                 self.servers.append(ParameterServer(ip, jobs, lanes=lanes, **options))
         except BaseException:

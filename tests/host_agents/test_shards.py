@@ -161,3 +161,18 @@ def test_bench_reflector_compares_thread_counts(capsys: pytest.CaptureFixture[st
     assert "W=64, 2 threads" in out and "2 threads, median of 1" in out and "x 1 thread(s)" in out
     with pytest.raises(SystemExit):
         bench_reflector.main(["--threads", "0"])
+
+
+def test_one_thread_keeps_its_address_to_itself() -> None:
+    """A single-threaded agent binds without SO_REUSEPORT: a second one on its address fails
+    instead of sharing its datagrams."""
+    net = _net()
+    ip = f"{net}.1"
+    require_loopback_udp(ip)
+    job = {JOB: JobConfig({0: (f"{net}.2", 0)})}
+    first = ShardedPs(ip, job, 1)
+    try:
+        with pytest.raises(OSError):
+            ShardedPs(ip, job, 1)
+    finally:
+        first.close()
