@@ -1,7 +1,7 @@
 # Entry points. Each target sets up what it needs (system packages, .venv) first.
 PY := .venv/bin/python
 
-.PHONY: setup lock test bench reproduce reproduce-emulation reproduce-twin claims run-fattree run-training clean
+.PHONY: setup lock test bench bench-hosts reproduce reproduce-emulation reproduce-twin claims run-fattree run-training clean
 
 setup:
 	@bash scripts/setup.sh
@@ -26,6 +26,18 @@ bench: setup
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_ina.py
 	$(PY) benchmarks/bench_hostlib.py
+
+# The hosts on this machine's cores and GPU (docs/performance.md, "Host agents"): the hosts alone
+# against the C switch stand-in with 1, 2, 4 ... threads up to the core count (at most 8), next
+# to gloo; then DDP training of the 1.1M-parameter model on loopback, INA against gloo, on the GPU
+# where torch sees one. `make bench-hosts THREADS=1,4 TRAIN_THREADS=4 DEVICE=cpu` to choose.
+THREADS ?= $(shell n=$$(nproc); t=1; s=1; while [ $$((t * 2)) -le $$n ] && [ $$t -lt 8 ]; do t=$$((t * 2)); s="$$s,$$t"; done; echo $$s)
+DEVICE ?= $(shell $(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')" 2>/dev/null || echo cpu)
+TRAIN_THREADS ?= 1
+bench-hosts: setup
+	$(PY) benchmarks/bench_reflector.py --threads $(THREADS) --repeat 3 --rounds 20
+	$(PY) -m training.local --workers 2 --steps 30 --model wide --device $(DEVICE) --threads $(TRAIN_THREADS) \
+	    --out results/training-local
 
 # Paper reproductions (docs/results.md): CSV, Markdown and PNG under results/.
 reproduce: setup
