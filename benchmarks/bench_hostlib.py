@@ -33,13 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import describe, gloo_all_reduce  # noqa: E402
+from benchmarks.machine import describe, gloo_all_reduce, thread_counts  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
 from hostlib.drivers import UdpTransport  # noqa: E402
 from hostlib.ps import JobConfig, ParameterServer  # noqa: E402
 from hostlib.rto import RtoEstimator  # noqa: E402
-from hostlib.shards import ShardedPs, ShardedWorker  # noqa: E402
+from hostlib.shards import ShardedPs, ShardedWorker, equal_parts  # noqa: E402
 from hostlib.worker import FragmentLabel, Worker  # noqa: E402
 
 K = P.DEFAULT_LANES
@@ -217,7 +217,7 @@ def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, 
                 go: mp.Event, q: mp.Queue, native: bool, gso: bool = True) -> None:
     _no_gso(gso)
     # one sub-model per thread, each a shard of its own
-    sizes = [n // threads + (t < n % threads) for t in range(threads)]
+    sizes = equal_parts(n, threads)
     wk = ShardedWorker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)] * threads, threads, lanes=K, window=window,
                        rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native)
     g = _gradient(n, seed=w)
@@ -334,7 +334,7 @@ def main() -> None:
     ap.add_argument("--udp-mb", type=float, default=8.0, help="gradient size for the UDP benchmark")
     ap.add_argument("--rounds", type=int, default=3, help="all-reduce rounds in the UDP benchmark")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--threads", type=lambda v: [int(t) for t in v.split(",")], default=[1],
+    ap.add_argument("--threads", type=thread_counts, default=[1],
                     help="UDP benchmark: also with each worker and the PS sharded over this many threads "
                          "(comma-separated list; the gradient is cut into one sub-model per thread)")
     ap.add_argument("--window", type=int, default=64, help="worker window (fragments awaiting a result)")

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import cpu_seconds, describe, gloo_all_reduce  # noqa: E402
+from benchmarks.machine import cpu_seconds, describe, gloo_all_reduce, thread_counts  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS  # noqa: E402
 
@@ -60,7 +60,7 @@ def _reflector_proc(ps_ip: str, ips: list[str], threads: int, netns: str | None,
     _enter(netns)
     from benchmarks.reflector import Reflector
     # one reflector per thread, each aggregating its sub-models (hostlib.shards' steering)
-    refls = [Reflector(ps_ip, ips, shard=(t, threads) if threads > 1 else None) for t in range(threads)]
+    refls = [Reflector(ps_ip, ips, shard=(t, threads)) for t in range(threads)]
     for r in refls:
         r.start()
     ready.set()
@@ -78,10 +78,10 @@ def _worker_proc(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int,
                  netns: str | None, go: Any, q: Any) -> None:
     _enter(netns)
     from hostlib.rto import RtoEstimator
-    from hostlib.shards import ShardedWorker
+    from hostlib.shards import ShardedWorker, equal_parts
     from hostlib.worker import FragmentLabel
     # the gradient in one sub-model per thread, each a shard of its own
-    sizes = [n // threads + (t < n % threads) for t in range(threads)]
+    sizes = equal_parts(n, threads)
     wk = ShardedWorker(JOB, w, ps_ip, ip, [FragmentLabel(NODE, workers)] * threads, threads, lanes=K,
                        window=window, rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     g = np.random.default_rng(w).normal(0.0, 1.0, n).astype(np.float32)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--veth", action="store_true",
                     help="also across a veth pair between two network namespaces made for the run (root)")
     ap.add_argument("--no-gloo", action="store_true", help="leave out the gloo baseline")
-    ap.add_argument("--threads", default="1",
+    ap.add_argument("--threads", type=thread_counts, default=[1],
                     help="threads per worker and for the reflector, or a comma-separated list to compare "
                          "(e.g. 1,2,4): the gradient is cut into one sub-model per thread (default 1)")
     ap.add_argument("--repeat", type=int, default=1,
@@ -197,12 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--workers {args.workers}: must be in 1..{MAX_WORKERS}")
     if args.rounds < 1 or args.window < 1 or args.repeat < 1 or not args.mb > 0:
         ap.error("--rounds, --window and --repeat must be at least 1, --mb positive")
-    try:
-        threads = [int(t) for t in args.threads.split(",")]
-    except ValueError:
-        ap.error(f"--threads {args.threads!r}: a number or a comma-separated list of numbers")
-    if not threads or any(t < 1 for t in threads):
-        ap.error("--threads: at least one thread")
+    threads = args.threads
     n = int(args.mb * 2**20 / 4)
     print(describe())
     if not native.available():

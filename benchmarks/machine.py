@@ -30,6 +30,19 @@ def describe() -> str:
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
 
 
+def thread_counts(value: str) -> list[int]:
+    """``--threads``: a number, or a comma-separated list of numbers, each at least 1 (an
+    argparse type: a bad value is a one-line usage error)."""
+    import argparse
+    try:
+        counts = [int(t) for t in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: a number or a comma-separated list of numbers") from None
+    if any(t < 1 for t in counts):
+        raise argparse.ArgumentTypeError(f"{value!r}: at least one thread each")
+    return counts
+
+
 def cpu_seconds() -> float:
     """User + system CPU seconds of this process so far (every thread's)."""
     r = resource.getrusage(resource.RUSAGE_SELF)

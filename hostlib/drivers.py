@@ -196,7 +196,10 @@ def udp_socket(ip: str, port: int, buffer_bytes: int, shard: tuple[int, int] | N
     ``shard=(i, n)``: socket ``i`` of ``n`` on the same address (SO_REUSEPORT), reading the
     datagrams of the sub-models ``s`` with ``s % n == i`` (:func:`steer_by_submodel`). Bind the
     ``n`` sockets in the order of ``i``: the kernel numbers a group's sockets as they join it. Any
-    socket of the same user with SO_REUSEPORT may join the group: one agent per address."""
+    socket of the same user with SO_REUSEPORT may join the group: one agent per address. ``n``
+    of 1 is a socket of its own (no SO_REUSEPORT: a second one on the address fails to bind)."""
+    if shard is not None and shard[1] == 1:
+        shard = None                     # one socket reads everything: bound on its own
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
         try:

@@ -38,10 +38,9 @@ def shard_of(submodel_id: int, shards: int) -> int:
     return submodel_id % shards
 
 
-def _shard(i: int, threads: int) -> tuple[int, int] | None:
-    """Socket ``i``'s place in its group; one thread: a socket of its own (no SO_REUSEPORT, so
-    a second agent on the same address fails to bind instead of sharing the port)."""
-    return (i, threads) if threads > 1 else None
+def equal_parts(n: int, parts: int) -> list[int]:
+    """``n`` values in ``parts`` sub-models of (nearly) equal size: one per thread."""
+    return [n // parts + (i < n % parts) for i in range(parts)]
 
 
 def _check_threads(threads: int) -> None:
@@ -108,7 +107,7 @@ class ShardedWorker:
         try:
             for t in range(threads):        # bound in shard order: the kernel numbers the group so
                 self.transports.append(UdpTransport(ip, lanes=lanes, native=native, buffer_bytes=buffer_bytes,
-                                                    shard=_shard(t, threads)))
+                                                    shard=(t, threads)))
                 options = {k: copy.deepcopy(v) for k, v in worker_options.items()}
                 mine = {s: lab for s, lab in by_sub.items() if shard_of(s, threads) == t}
                 self.workers.append(Worker(job_id, worker_id, ps_ip, ip, mine, lanes=lanes, native=native is not False,
@@ -214,7 +213,7 @@ class ShardedPs:
         try:
             for t in range(threads):
                 self.transports.append(UdpTransport(ip, lanes=lanes, native=native, buffer_bytes=buffer_bytes,
-                                                    shard=_shard(t, threads)))
+                                                    shard=(t, threads)))
                 options = {k: copy.deepcopy(v) for k, v in ps_options.items()}
                 self.servers.append(ParameterServer(ip, jobs, lanes=lanes, **options))
         except BaseException:

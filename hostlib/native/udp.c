@@ -123,32 +123,32 @@ static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
         io->txiov[i].iov_base = (void *)(io->txsorted[i] + PREFIX);
         io->txiov[i].iov_len = io->need;
     }
-    int64_t nmsgs = 0;
-    for (int64_t i = 0; i < m;) {
-        uint32_t d;
-        memcpy(&d, io->txsorted[i] + 30, 4);
-        uint64_t k = gso_key(io->txsorted[i]);
-        int64_t j = i + 1, most = 65000 / io->need < GSO_MAX ? 65000 / io->need : GSO_MAX;   /* 64 KiB a send */
-        while (j < m && j - i < most && gso_key(io->txsorted[j]) == k) j++;
-        struct sockaddr_in *a = &io->txnames[nmsgs];
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)io->dst_port);
-        memcpy(&a->sin_addr, &d, 4);
-        struct msghdr *h = &io->txmsgs[nmsgs].msg_hdr;
-        h->msg_name = a; h->msg_namelen = sizeof(*a);
-        h->msg_iov = &io->txiov[i]; h->msg_iovlen = j - i;
-        if (j - i > 1) {
-            h->msg_control = io->txctl + nmsgs * CMSG_BYTES;
-            h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
-            struct cmsghdr *c = CMSG_FIRSTHDR(h);
-            c->cmsg_level = SOL_UDP; c->cmsg_type = UDP_SEGMENT; c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-            uint16_t seg = (uint16_t)io->need;
-            memcpy(CMSG_DATA(c), &seg, sizeof(seg));
-        } else {
-            h->msg_control = NULL; h->msg_controllen = 0;
+    /* one message per GSO_MAX datagrams of a group (64 KiB a send); the groups lie in order */
+    int64_t nmsgs = 0, most = 65000 / io->need < GSO_MAX ? 65000 / io->need : GSO_MAX;
+    for (int64_t g = 0, i = 0; g < nd; g++) {
+        uint32_t d = (uint32_t)(key[g] >> 16);          /* the destination, as gso_key took it */
+        for (int64_t end = i + cnt[g]; i < end;) {
+            int64_t j = i + most < end ? i + most : end;
+            struct sockaddr_in *a = &io->txnames[nmsgs];
+            a->sin_family = AF_INET;
+            a->sin_port = htons((uint16_t)io->dst_port);
+            memcpy(&a->sin_addr, &d, 4);
+            struct msghdr *h = &io->txmsgs[nmsgs].msg_hdr;
+            h->msg_name = a; h->msg_namelen = sizeof(*a);
+            h->msg_iov = &io->txiov[i]; h->msg_iovlen = j - i;
+            if (j - i > 1) {
+                h->msg_control = io->txctl + nmsgs * CMSG_BYTES;
+                h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+                struct cmsghdr *c = CMSG_FIRSTHDR(h);
+                c->cmsg_level = SOL_UDP; c->cmsg_type = UDP_SEGMENT; c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+                uint16_t seg = (uint16_t)io->need;
+                memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+            } else {
+                h->msg_control = NULL; h->msg_controllen = 0;
+            }
+            nmsgs++;
+            i = j;
         }
-        nmsgs++;
-        i = j;
     }
     int r = send_msgs(io, nmsgs);
     if (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) { io->gso = 0; return 1; }   /* no GSO here after all */
