@@ -396,6 +396,7 @@ class UdpTransport:
     """
 
     MMSG_MIN = 4          # fewer frames go out one sendto each: cheaper than laying out a batch
+    c_io = False          # a subclass whose I/O methods are the C rings' own (hostlib.xdp)
 
     def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
                  batch: int = 256, buffer_bytes: int = 4 << 20, mmsg: bool | None = None,
@@ -462,6 +463,10 @@ class UdpTransport:
                     self.send_dropped += 1
                     sent = 1
             pos += sent
+
+    def _send_uncounted(self, frames: list[bytes]) -> None:
+        """send_many as this class does it, not a subclass that counts what it sends"""
+        UdpTransport.send_many(self, frames)
 
     # ------------------------------------------------------------------ receiving
     def recv(self, timeout: float) -> bytes | None:
@@ -604,7 +609,7 @@ def native_udp(agent: Any, transport: Any, clock: Callable[[], float] = time.mon
         return False                  # the Python loop says what is wrong with such frames
     cls = type(transport)
     if (any(getattr(cls, m) is not getattr(UdpTransport, m) for m in _IO_METHODS)
-            and not isinstance(getattr(transport, "counts", None), dict)):
+            and not isinstance(getattr(transport, "counts", None), dict) and not transport.c_io):
         return False
     if transport._mmsg is None or transport.sock.fileno() < 0:
         return False
@@ -673,7 +678,7 @@ def _run_udp_native(agent: Worker | WorkerGroup | ParameterServer, transport: Ud
     def send(frames: list[bytes]) -> None:
         if frames:
             dropped = transport.send_dropped
-            UdpTransport.send_many(transport, frames)     # not a subclass's: it would count them again
+            transport._send_uncounted(frames)
             moved[0] += len(frames)
             moved[1] += sum(map(len, frames))
             moved[2] += transport.send_dropped - dropped

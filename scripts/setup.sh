@@ -9,6 +9,8 @@ command -v cpp >/dev/null || need_apt+=(cpp)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v ethtool >/dev/null || need_apt+=(ethtool)
 command -v mn >/dev/null || need_apt+=(mininet)      # emulation/ (make run-fattree); no OVS needed
+[ -f /usr/include/xdp/xsk.h ] || need_apt+=(libxdp-dev)     # hostlib's AF_XDP path (hostlib.xdp)
+[ -f /usr/include/bpf/bpf.h ] || need_apt+=(libbpf-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null

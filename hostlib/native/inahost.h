@@ -224,6 +224,13 @@ typedef struct {
     uint8_t *rxctl, *txctl;
     int32_t *txgid;
     const uint8_t **txsorted;
+    /* kernel bypass (hostlib/native/xdp.c, a library of its own): where set, the ring is
+     * filled and frames are sent through these instead of the socket; a filled slot i is
+     * rxiov[i] (the INA payload), rxmsgs[i].msg_len and rxnames[i] (its source), as recvmmsg
+     * leaves them */
+    void *bypass;
+    int (*bypass_fill)(void *bypass, void *io, double wait);
+    int (*bypass_send)(void *bypass, void *io, const uint8_t *const *frames, const int64_t *lens, int64_t n);
 } Io;
 
 #endif

@@ -176,7 +176,8 @@ int ina_io_send(Io *io, const uint8_t *const *frames, int64_t n) {
         int64_t m = n - pos < io->txcap ? n - pos : io->txcap;
         io->tx_packets += m;
         io->tx_bytes += m * io->frame_len;
-        int r = io->gso ? send_gso(io, frames + pos, m) : 1;
+        int r = io->bypass ? io->bypass_send(io->bypass, io, frames + pos, NULL, m)
+                : io->gso ? send_gso(io, frames + pos, m) : 1;
         if (r == 1) {                 /* one message per datagram */
             for (int64_t i = 0; i < m; i++) one_msg(io, i, frames[pos + i]);
             r = send_msgs(io, m);
@@ -197,6 +198,7 @@ static void io_reset_msgs(Io *io) {
 /* Wait until a datagram is there or ``wait`` seconds passed (0: don't wait); then read what
  * is there into the ring. Returns how many were read, or -errno. */
 static int io_fill(Io *io, double wait) {
+    if (io->bypass) return io->bypass_fill(io->bypass, io, wait);
     io_reset_msgs(io);
     int r = recvmmsg((int)io->fd, io->rxmsgs, (unsigned)io->cap, MSG_DONTWAIT, NULL);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait > 0) {
@@ -243,7 +245,7 @@ static const uint8_t *io_next(Io *io) {
         io->last_off = off;
         io->seg_off = off + io->seg_size;
         if (io->seg_off >= total) { io->pos++; io->seg_off = 0; }
-        const uint8_t *d = io->rxbuf + i * io->bufsize + off;
+        const uint8_t *d = (const uint8_t *)io->rxiov[i].iov_base + off;
         int query = len == HDR && is_query(d);     /* the PS's query: the INA header alone */
         if ((len < io->need && !query) || (d[0] >> 4) != INA_VERSION) continue;
         io->rx_packets++;
