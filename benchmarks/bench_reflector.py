@@ -20,44 +20,31 @@ datagram is sent and read on its own, as on a real interface, where loopback bat
 from __future__ import annotations
 
 import argparse
-import ctypes
 import multiprocessing as mp
-import os
 import random
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_seconds, describe, gloo_all_reduce, thread_counts  # noqa: E402
+from benchmarks.netns import enter, star, veth_pair  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib.protocol import DEFAULT_LANES, MAX_WORKERS  # noqa: E402
 
 K = DEFAULT_LANES
 JOB = 11
 NODE = 1                      # the label's aggregation node: a switch's, so results come from "it"
-CLONE_NEWNET = 0x40000000
-
-
-def _enter(netns: str | None) -> None:
-    """Move this (forked, single-threaded) process into ``netns`` before it opens a socket."""
-    if netns is None:
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    with open(f"/var/run/netns/{netns}") as f:
-        if libc.setns(f.fileno(), CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {netns}")
 
 
 def _reflector_proc(ps_ip: str, ips: list[str], threads: int, netns: str | None, ready: Any, stop: Any,
                     q: Any) -> None:
-    _enter(netns)
+    enter(netns)
     from benchmarks.reflector import Reflector
     # one reflector per thread, each aggregating its sub-models (hostlib.shards' steering)
     refls = [Reflector(ps_ip, ips, shard=(t, threads)) for t in range(threads)]
@@ -75,15 +62,15 @@ def _reflector_proc(ps_ip: str, ips: list[str], threads: int, netns: str | None,
 
 
 def _worker_proc(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int, threads: int,
-                 netns: str | None, go: Any, q: Any) -> None:
-    _enter(netns)
+                 netns: str | None, io: str, go: Any, q: Any) -> None:
+    enter(netns)
     from hostlib.rto import RtoEstimator
     from hostlib.shards import ShardedWorker, equal_parts
     from hostlib.worker import FragmentLabel
     # the gradient in one sub-model per thread, each a shard of its own
     sizes = equal_parts(n, threads)
     wk = ShardedWorker(JOB, w, ps_ip, ip, [FragmentLabel(NODE, workers)] * threads, threads, lanes=K,
-                       window=window, rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
+                       window=window, rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), io=io)
     g = np.random.default_rng(w).normal(0.0, 1.0, n).astype(np.float32)
     go.wait()
     wk.push(g, sizes)                            # warm-up round: library, pages, caches
@@ -107,16 +94,19 @@ def _line(what: str, n: int, rounds: int, walls: list[float], cpus: list[float])
 
 
 def bench_ina(n: int, rounds: int, workers: int, window: int, ps_ip: str, ips: list[str], threads: int = 1,
-              netns: tuple[str, str] | None = None, label: str = "loopback") -> tuple[float, float]:
+              netns: tuple[str, list[str]] | None = None, label: str = "loopback",
+              io: str = "socket") -> tuple[float, float]:
+    """``netns``: the reflector's namespace and each worker's; ``io``: the workers' transports
+    (hostlib.xdp.open_transport)."""
     ctx = mp.get_context("fork")
     ready, stop, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
-    sw_ns, host_ns = netns if netns else (None, None)
+    sw_ns, host_ns = netns if netns else (None, [None] * workers)
     refl = ctx.Process(target=_reflector_proc, args=(ps_ip, ips, threads, sw_ns, ready, stop, q))
     refl.start()
     if not ready.wait(60):
         raise RuntimeError("the reflector did not start")
-    procs = [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, workers, n, rounds, window, threads, host_ns,
-                                                    go, q))
+    procs = [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, workers, n, rounds, window, threads,
+                                                    host_ns[w], io, go, q))
              for w in range(workers)]
     for p in procs:
         p.start()
@@ -148,32 +138,29 @@ def bench_gloo(n: int, rounds: int, workers: int) -> tuple[float, float] | None:
                  [r[1] for r in reports], [r[0] for r in reports])
 
 
-@contextmanager
-def veth_pair(workers: int) -> Iterator[tuple[tuple[str, str], str, list[str]]]:
-    """Two network namespaces of our own joined by a veth pair: the reflector's (10.77.0.1) and
-    the workers' (10.77.0.2 ...); both deleted on exit. Yields (namespaces, PS IP, worker IPs)."""
-    tag = f"{os.getpid()}-{random.randint(0, 9999)}"
-    sw, hosts = f"inarefl-sw-{tag}", f"inarefl-hosts-{tag}"
-    ps_ip, ips = "10.77.0.1", [f"10.77.0.{w + 2}" for w in range(workers)]
-    made: list[str] = []
-
-    def ip(*args: str) -> None:
-        subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=30)
+def bench_star(n: int, rounds: int, workers: int, window: int, repeat: int) -> None:
+    """The workers on AF_XDP and on their sockets, alternating, each worker in a namespace of its
+    own on a bridge whose namespace holds the reflector; the ratio of the medians."""
+    from hostlib.native.xdp import unavailable_reason
+    reason = unavailable_reason()
+    if reason:
+        print(f"AF_XDP: not run ({reason})")
+        return
+    runs: dict[str, list[tuple[float, float]]] = {"xdp": [], "socket": []}
     try:
-        for ns in (sw, hosts):
-            ip("netns", "add", ns)
-            made.append(ns)
-        ip("-n", sw, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", hosts)
-        ip("-n", sw, "addr", "add", f"{ps_ip}/24", "dev", "eth0")
-        for a in ips:
-            ip("-n", hosts, "addr", "add", f"{a}/24", "dev", "eth0")
-        for ns in (sw, hosts):
-            ip("-n", ns, "link", "set", "lo", "up")
-            ip("-n", ns, "link", "set", "eth0", "up")
-        yield (sw, hosts), ps_ip, ips
-    finally:
-        for ns in made:                          # only the namespaces made here (the veth goes with them)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+        with star(workers) as s:
+            ips, spaces = [h[1] for h in s.hosts], [h[0] for h in s.hosts]
+            for _ in range(repeat):
+                for io in runs:
+                    runs[io].append(bench_ina(n, rounds, workers, window, s.hub_ip, ips, 1, (s.hub, spaces),
+                                              f"bridge, workers on {'AF_XDP' if io == 'xdp' else 'UDP sockets'}",
+                                              io))
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"AF_XDP: not run ({str(getattr(e, 'stderr', '') or e).strip()})")
+        return
+    med = {io: (float(np.median([r[0] for r in v])), float(np.median([r[1] for r in v]))) for io, v in runs.items()}
+    print(f"{'workers on AF_XDP / on sockets (bridge), median of %d' % repeat:<58} {med['xdp'][0] / med['socket'][0]:8.2f}x "
+          f"per host {med['xdp'][1] / med['socket'][1]:8.2f}x per core")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="worker window: fragments awaiting a result, per thread (default 64)")
     ap.add_argument("--veth", action="store_true",
                     help="also across a veth pair between two network namespaces made for the run (root)")
+    ap.add_argument("--xdp", action="store_true",
+                    help="also with each worker in a network namespace of its own around a bridge (root): "
+                         "on AF_XDP (hostlib.xdp) and on its UDP socket, side by side")
     ap.add_argument("--no-gloo", action="store_true", help="leave out the gloo baseline")
     ap.add_argument("--threads", type=thread_counts, default=[1],
                     help="threads per worker and for the reflector, or a comma-separated list to compare "
@@ -219,10 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.veth:
         try:
             with veth_pair(args.workers) as (namespaces, ps_ip, ips):
-                bench_ina(n, args.rounds, args.workers, args.window, ps_ip, ips, threads[0], namespaces, "veth")
+                bench_ina(n, args.rounds, args.workers, args.window, ps_ip, ips, threads[0],
+                          (namespaces[0], [namespaces[1]] * args.workers), "veth")
         except (OSError, subprocess.SubprocessError) as e:
             detail = getattr(e, "stderr", "") or e
             print(f"veth: not run ({str(detail).strip()})")
+    if args.xdp:
+        bench_star(n, args.rounds, args.workers, args.window, args.repeat)
     median = lambda runs, i: float(np.median([r[i] for r in runs]))     # noqa: E731
     if args.repeat > 1 or len(threads) > 1:
         for t in threads:

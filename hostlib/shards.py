@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .drivers import UdpTransport, run_udp
+from .xdp import open_transport
 from .protocol import DEFAULT_LANES, decode_lanes
 from .ps import JobConfig, ParameterServer, PsStats
 from .worker import FragmentLabel, Worker
@@ -92,12 +93,13 @@ class ShardedWorker:
     """One worker of a job (``job_id``, ``worker_id``) at ``ip``, its sub-models sharded over
     ``threads`` threads. ``labels``: each sub-model's label, as :class:`Worker` takes them;
     ``worker_options``: the rest of Worker's options, for every shard (an ``rto`` estimator is
-    copied for each: the shards' paths are timed apart)."""
+    copied for each: the shards' paths are timed apart). ``io``: the shards' transports
+    (hostlib.xdp.open_transport: "socket", "xdp" or "auto"; AF_XDP takes one thread)."""
 
     def __init__(self, job_id: int, worker_id: int, ps_ip: str, ip: str,
                  labels: Sequence[FragmentLabel] | Mapping[int, FragmentLabel], threads: int, *,
                  lanes: int = DEFAULT_LANES, native: bool | None = True, buffer_bytes: int = 4 << 20,
-                 **worker_options: Any) -> None:
+                 io: str = "socket", **worker_options: Any) -> None:
         _check_threads(threads)
         by_sub = dict(enumerate(labels)) if not isinstance(labels, Mapping) else dict(labels)
         self.threads, self.lanes = threads, lanes
@@ -106,8 +108,8 @@ class ShardedWorker:
         self._sizes: list[int] = []
         try:
             for t in range(threads):        # bound in shard order: the kernel numbers the group so
-                self.transports.append(UdpTransport(ip, lanes=lanes, native=native, buffer_bytes=buffer_bytes,
-                                                    shard=(t, threads)))
+                self.transports.append(open_transport(ip, lanes=lanes, io=io, native=native,
+                                                      buffer_bytes=buffer_bytes, shard=(t, threads)))
                 options = {k: copy.deepcopy(v) for k, v in worker_options.items()}
                 mine = {s: lab for s, lab in by_sub.items() if shard_of(s, threads) == t}
                 self.workers.append(Worker(job_id, worker_id, ps_ip, ip, mine, lanes=lanes, native=native is not False,
@@ -199,10 +201,11 @@ class ShardedPs:
     """A PS at ``ip`` for ``jobs``, their sub-models sharded over ``threads`` threads: one
     :class:`ParameterServer` each (``ps_options``: its options; a ``timeout`` estimator is
     copied for each). :meth:`serve` runs them until ``stop()``; as a context manager it serves
-    in the background until the block ends."""
+    in the background until the block ends. ``io``: as :class:`ShardedWorker`'s."""
 
     def __init__(self, ip: str, jobs: Mapping[int, JobConfig], threads: int, *, lanes: int = DEFAULT_LANES,
-                 native: bool | None = True, buffer_bytes: int = 8 << 20, **ps_options: Any) -> None:
+                 native: bool | None = True, buffer_bytes: int = 8 << 20, io: str = "socket",
+                 **ps_options: Any) -> None:
         _check_threads(threads)
         self.threads = threads
         self.servers: list[ParameterServer] = []
@@ -212,8 +215,8 @@ class ShardedPs:
         self._error: BaseException | None = None
         try:
             for t in range(threads):
-                self.transports.append(UdpTransport(ip, lanes=lanes, native=native, buffer_bytes=buffer_bytes,
-                                                    shard=(t, threads)))
+                self.transports.append(open_transport(ip, lanes=lanes, io=io, native=native,
+                                                      buffer_bytes=buffer_bytes, shard=(t, threads)))
                 options = {k: copy.deepcopy(v) for k, v in ps_options.items()}
                 self.servers.append(ParameterServer(ip, jobs, lanes=lanes, **options))
         except BaseException:

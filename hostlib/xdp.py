@@ -51,14 +51,16 @@ def interface_of(sock: socket.socket, ip: str) -> str:
 class XdpTransport(UdpTransport):
     """A UdpTransport on (ip, port) whose INA datagrams move through an AF_XDP socket on queue
     ``queue`` of ``interface`` (default: the one that holds ``ip``). ``mode``: "auto", "native"
-    or "generic" (hostlib.native.xdp.XskPort). Raises XdpUnavailable where AF_XDP cannot run."""
+    or "generic" (hostlib.native.xdp.XskPort). Raises XdpUnavailable where AF_XDP cannot run.
+    ``native``: as UdpTransport's (the C loops where the agent allows, unless False); the
+    Python loop reads and sends through the same C rings."""
 
     c_io = True               # its I/O methods are the C rings': run_udp may run the C loops on it
 
     def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
                  interface: str | None = None, queue: int = 0, mode: str = "auto", batch: int = 256,
-                 buffer_bytes: int = 4 << 20) -> None:
-        super().__init__(ip, port, lanes, dst_port, batch=batch, buffer_bytes=buffer_bytes, native=True)
+                 buffer_bytes: int = 4 << 20, native: bool | None = None) -> None:
+        super().__init__(ip, port, lanes, dst_port, batch=batch, buffer_bytes=buffer_bytes, native=native)
         self.xsk: XskPort | None = None
         try:
             if ip.startswith("127."):
@@ -156,11 +158,15 @@ def open_transport(ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port:
     with one log line saying why)."""
     if io not in IO_CHOICES:
         raise ValueError(f"host I/O {io!r}: expected one of {', '.join(IO_CHOICES)}")
+    shard = kwargs.get("shard")
     if io != "socket":
-        reason = "AF_XDP does not run on loopback" if ip.startswith("127.") else unavailable_reason()
+        reason = ("AF_XDP does not run on loopback" if ip.startswith("127.")
+                  else "AF_XDP takes one socket per interface queue: no sharding over threads"
+                  if shard is not None and shard[1] > 1 else unavailable_reason())
         if reason is None:
             try:
-                return XdpTransport(ip, port, lanes, dst_port, **kwargs)
+                return XdpTransport(ip, port, lanes, dst_port,
+                                    **{k: v for k, v in kwargs.items() if k != "shard"})
             except XdpUnavailable as e:
                 reason = str(e)
         if io == "xdp":

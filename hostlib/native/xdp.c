@@ -53,7 +53,7 @@ typedef struct {
     uint32_t nb_ip[NEIGHBOURS];
     uint8_t nb_mac[NEIGHBOURS][6];
     int64_t nb_n;
-    int64_t tx_kernel, tx_unresolved, kicks;
+    int64_t tx_kernel, rx_kernel, kicks;
 } Xsk;
 
 /* ------------------------------------------------------------------ the XDP program */
@@ -183,9 +183,9 @@ void ina_xsk_close(Xsk *x) {
 }
 
 /* what the socket got: mode, zero-copy, datagrams sent through the kernel socket (no MAC yet),
- * datagrams sent, kicks */
+ * TX kicks, datagrams read from the kernel socket (another queue's) */
 void ina_xsk_info(const Xsk *x, int64_t *out) {
-    out[0] = x->mode; out[1] = x->zerocopy; out[2] = x->tx_kernel; out[3] = x->kicks;
+    out[0] = x->mode; out[1] = x->zerocopy; out[2] = x->tx_kernel; out[3] = x->kicks; out[4] = x->rx_kernel;
 }
 
 /* ------------------------------------------------------------------ neighbours */
@@ -215,6 +215,24 @@ static void recycle_rx(Xsk *x) {
     x->nheld = 0;
 }
 
+/* What reached the kernel socket instead: datagrams from another queue of the interface (the
+ * program hands the socket only its own queue's; on a NIC that spreads flows over queues,
+ * steer the INA port to one, e.g. ethtool -N <if> flow-type udp4 dst-port <port> action 0) or
+ * from the host itself. Read into the Io's ring slots [first, first + most), as udp.c's own
+ * reading would: how many, or -errno. */
+static int kernel_recv(Xsk *x, Io *io, uint32_t first, uint32_t most) {
+    for (uint32_t i = first; i < first + most; i++) {
+        io->rxiov[i].iov_base = io->rxbuf + i * io->bufsize;
+        io->rxiov[i].iov_len = io->bufsize;
+        io->rxmsgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+        io->rxmsgs[i].msg_hdr.msg_controllen = 0;
+    }
+    int r = recvmmsg(x->kfd, io->rxmsgs + first, most, MSG_DONTWAIT, NULL);
+    if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+    x->rx_kernel += r;
+    return r;
+}
+
 /* Io.bypass_fill: give the frames the ring held back, then read what is there into the Io's
  * ring (waiting up to ``wait`` s for something). How many were read, or -errno. */
 int ina_xsk_fill(void *bypass, void *io_, double wait) {
@@ -224,12 +242,16 @@ int ina_xsk_fill(void *bypass, void *io_, double wait) {
     uint32_t idx;
     uint32_t cap = io->cap < RING_SIZE ? (uint32_t)io->cap : RING_SIZE;
     uint32_t n = xsk_ring_cons__peek(&x->rx, cap, &idx);
-    if (!n && wait > 0) {
-        struct pollfd pfd = {x->fd, POLLIN, 0};
+    int k = n < cap ? kernel_recv(x, io, n, cap - n) : 0;
+    if (k < 0) return k;
+    if (!n && !k && wait > 0) {
+        struct pollfd pfd[2] = {{x->fd, POLLIN, 0}, {x->kfd, POLLIN, 0}};
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-        int p = ppoll(&pfd, 1, &ts, NULL);
+        int p = ppoll(pfd, 2, &ts, NULL);
         if (p < 0 && errno != EINTR) return -errno;
         n = xsk_ring_cons__peek(&x->rx, cap, &idx);
+        k = n < cap ? kernel_recv(x, io, n, cap - n) : 0;
+        if (k < 0) return k;
     }
     for (uint32_t i = 0; i < n; i++) {
         const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
@@ -254,9 +276,9 @@ int ina_xsk_fill(void *bypass, void *io_, double wait) {
     }
     xsk_ring_cons__release(&x->rx, n);
     io->pos = 0;
-    io->cnt = n;
+    io->cnt = n + k;
     io->seg_off = 0;
-    return (int)n;
+    return (int)(n + k);
 }
 
 /* ------------------------------------------------------------------ sending */

@@ -117,10 +117,12 @@ class XskPort:
 
     def info(self) -> dict[str, Any]:
         """The mode it got, whether zero-copy, datagrams sent through the kernel socket (no MAC
-        yet for their destination) and TX kicks (system calls)."""
-        out = (ctypes.c_int64 * 4)()
+        yet for their destination), TX kicks (system calls) and datagrams read from the kernel
+        socket (they arrived on another queue of the interface)."""
+        out = (ctypes.c_int64 * 5)()
         self.lib.ina_xsk_info(self.handle, out)
-        return {"mode": MODE_NAMES[out[0]], "zerocopy": bool(out[1]), "kernel_sent": out[2], "kicks": out[3]}
+        return {"mode": MODE_NAMES[out[0]], "zerocopy": bool(out[1]), "kernel_sent": out[2], "kicks": out[3],
+                "kernel_received": out[4]}
 
     def close(self) -> None:
         if self.handle:
