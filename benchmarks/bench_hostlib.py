@@ -24,6 +24,7 @@ import multiprocessing as mp
 import os
 import random
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,9 +35,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import describe, gloo_all_reduce, thread_counts  # noqa: E402
+from benchmarks.netns import Star, enter, star  # noqa: E402
 from hostlib import native  # noqa: E402
 from hostlib import protocol as P  # noqa: E402
 from hostlib.drivers import UdpTransport  # noqa: E402
+from hostlib.native.xdp import unavailable_reason as xdp_unavailable_reason  # noqa: E402
 from hostlib.ps import JobConfig, ParameterServer  # noqa: E402
 from hostlib.rto import RtoEstimator  # noqa: E402
 from hostlib.shards import ShardedPs, ShardedWorker, equal_parts  # noqa: E402
@@ -196,9 +199,10 @@ def _no_gso(gso: bool) -> None:
 
 
 def _udp_ps(ip: str, jobcfg: JobConfig, threads: int, stop: mp.Event, ready: mp.Event, q: mp.Queue, native: bool,
-            gso: bool = True) -> None:
+            gso: bool = True, netns: str | None = None, io: str = "socket") -> None:
     _no_gso(gso)
-    ps = ShardedPs(ip, {JOB: jobcfg}, threads, lanes=K, native=native,
+    enter(netns)
+    ps = ShardedPs(ip, {JOB: jobcfg}, threads, lanes=K, native=native, io=io,
                    timeout=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0))
     ready.set()
     c0, at_stop = _cpu(), []
@@ -214,12 +218,14 @@ def _udp_ps(ip: str, jobcfg: JobConfig, threads: int, stop: mp.Event, ready: mp.
 
 
 def _udp_worker(w: int, ip: str, ps_ip: str, workers: int, n: int, rounds: int, window: int, threads: int,
-                go: mp.Event, q: mp.Queue, native: bool, gso: bool = True) -> None:
+                go: mp.Event, q: mp.Queue, native: bool, gso: bool = True, netns: str | None = None,
+                io: str = "socket") -> None:
     _no_gso(gso)
+    enter(netns)
     # one sub-model per thread, each a shard of its own
     sizes = equal_parts(n, threads)
     wk = ShardedWorker(JOB, w, ps_ip, ip, [FragmentLabel(0, workers)] * threads, threads, lanes=K, window=window,
-                       rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native)
+                       rto=RtoEstimator(initial=1.0, minimum=0.5, maximum=2.0), native=native, io=io)
     g = _gradient(n, seed=w)
     go.wait()
     c0, t0, resent = _cpu(), time.perf_counter(), 0
@@ -271,16 +277,22 @@ def bench_send(n: int, repeat: int) -> None:
           f"{min(received) / frames:.0%} of the datagrams)")
 
 
-def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso: bool = True, threads: int = 1) -> float:
-    """One all-reduce run; returns its wall-clock rate (Gb/s of gradient payload)."""
+def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso: bool = True, threads: int = 1,
+              hosts: Star | None = None, io: str = "socket") -> float:
+    """One all-reduce run; returns its wall-clock rate (Gb/s of gradient payload). ``hosts``: the
+    PS and workers each in a namespace of its own (benchmarks.netns.star), on transports ``io``;
+    default loopback."""
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"   # not another run's addresses
     ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(workers)]
+    spaces: list[str | None] = [None] * (workers + 1)
+    if hosts is not None:
+        (ps_ip, *ips), spaces = [h[1] for h in hosts.hosts], [h[0] for h in hosts.hosts]
     ctx = mp.get_context("fork")
     stop, ready, go, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     jobcfg = JobConfig({w: (ips[w], 0) for w in range(workers)})
-    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, threads, stop, ready, q, native, gso))]
+    procs = [ctx.Process(target=_udp_ps, args=(ps_ip, jobcfg, threads, stop, ready, q, native, gso, spaces[0], io))]
     procs += [ctx.Process(target=_udp_worker, args=(w, ips[w], ps_ip, workers, n, rounds, window, threads, go, q,
-                                                    native, gso))
+                                                    native, gso, spaces[1 + w], io))
               for w in range(workers)]
     procs[0].start()
     ready.wait(30)
@@ -300,10 +312,11 @@ def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso:
     wall = max(r[2] for r in reports if r[0] == "worker")
     resent = sum(r[3] for r in reports if r[0] == "worker")
     payload_bits = n * 32 * rounds
-    path = ("native" if gso else "native*") if native else "Python"
+    path = ("native" if gso or hosts else "native*") if native else "Python"
     if threads > 1:
         path += f", {threads} threads"
-    print(f"{'UDP loopback, %d workers + PS, %.1f MB, W=%d, %s' % (workers, n * 4 / 2**20, window, path):<56} "
+    where = "UDP loopback" if hosts is None else f"bridge, {'AF_XDP' if io == 'xdp' else 'UDP sockets'}"
+    print(f"{'%s, %d workers + PS, %.1f MB, W=%d, %s' % (where, workers, n * 4 / 2**20, window, path):<56} "
           f"{payload_bits / cpu / 1e9:8.3f} Gb/s/core  {payload_bits / wall / 1e9:8.3f} Gb/s wall  "
           f"{rounds / wall:6.2f} rounds/s")
     print(f"    CPU s (user+system): PS {cpu_ps.sum():.2f} ({cpu_ps[1]:.2f} system), workers {cpu_workers.sum():.2f} "
@@ -311,6 +324,22 @@ def bench_udp(n: int, rounds: int, workers: int, window: int, native: bool, gso:
     if not gso:
         print("    * without UDP GSO/GRO: every datagram sent and read on its own, as on a real interface (Mininet)")
     return payload_bits / wall / 1e9
+
+
+def bench_star(n: int, rounds: int, workers: int, window: int) -> dict[str, float]:
+    """The native all-reduce with every party on its own interface (no GSO/GRO, as on a real
+    NIC): on AF_XDP, then on UDP sockets, over the same bridge. Rates by transport."""
+    reason = xdp_unavailable_reason()
+    if reason:
+        print(f"AF_XDP: not run ({reason})")
+        return {}
+    try:
+        with star(workers + 1) as hosts:
+            return {io: bench_udp(n, rounds, workers, window, native=True, hosts=hosts, io=io)
+                    for io in ("xdp", "socket")}
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"AF_XDP: not run ({str(getattr(e, 'stderr', '') or e).strip()})")
+        return {}
 
 
 def bench_gloo(n: int, rounds: int, workers: int) -> float | None:
@@ -341,6 +370,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
     ap.add_argument("--only", default="codec,worker,ps,send,udp", help="comma-separated subset to run")
     ap.add_argument("--skip-python-udp", action="store_true", help="UDP all-reduce: native and gloo only")
+    ap.add_argument("--xdp", action="store_true",
+                    help="UDP all-reduce: also with the PS and each worker in a network namespace of its own around "
+                         "a bridge (root), on AF_XDP (hostlib.xdp) and on UDP sockets, side by side")
     args = ap.parse_args()
     n, only = int(args.mb * 2**20 / 4), set(args.only.split(","))
     print(describe())
@@ -367,9 +399,13 @@ def main() -> None:
         if ina is not None and native.loopback_gso("127.0.0.1"):
             # what the same hosts do where every datagram is sent and read on its own (Mininet)
             bench_udp(m, args.rounds, args.workers, args.window, native=True, gso=False)
+        star_rates = bench_star(m, args.rounds, args.workers, args.window) if args.xdp and ina is not None else {}
         gloo = bench_gloo(m, args.rounds, args.workers)
         if ina is not None and gloo:
             print(f"{'INA (native) / gloo, wall-clock rate':<56} {ina / gloo:8.2f}x")
+            for io, rate in star_rates.items():
+                print(f"{'INA on the bridge, %s / gloo' % ('AF_XDP' if io == 'xdp' else 'UDP sockets'):<56} "
+                      f"{rate / gloo:8.2f}x")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.worker import NODE_TRIES, FragmentLabel, Worker
 from hostlib.worker_group import WorkerGroup
+from hostlib.xdp import XdpTransport, open_transport
 
 UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire per datagram
 
@@ -72,6 +73,16 @@ class CountingTransport(UdpTransport):
         frames = super().recv_many(timeout, max_frames)
         self._count("rx", frames)
         return frames
+
+
+class CountingXdpTransport(CountingTransport, XdpTransport):
+    """CountingTransport on AF_XDP (hostlib.xdp)."""
+
+
+def open_counting(ip: str, lanes: int) -> CountingTransport:
+    """The agent's counting transport: on AF_XDP or its socket as ``INAHOST_IO`` says
+    (hostlib.xdp.open_transport)."""
+    return open_transport(ip, lanes=lanes, classes=(CountingTransport, CountingXdpTransport))
 
 
 ROUND_SEED_STRIDE = 1_000_003      # round r's gradient of the worker seeded s: gradient(s + r * stride)
@@ -229,7 +240,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     if layered and len(parts) > 1:
         raise ValueError("a layered job's model is on one PS: one part per host")
     agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
-    tr = CountingTransport(cfg["ip"], lanes=lanes)
+    tr = open_counting(cfg["ip"], lanes)
     records: list[list[dict[str, Any]]] = [[] for _ in parts]
     unchecked: list[tuple[dict[str, Any], dict[str, Any], int, np.ndarray]] = []   # (record, part, round, result)
     timeout = cfg.get("timeout", 300.0)
@@ -333,7 +344,7 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
     ps = ParameterServer(cfg["ip"], jobs, mac=cfg["mac"], lanes=lanes, timeout=_rto(cfg))
     stop = {"flag": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))
-    tr = CountingTransport(cfg["ip"], lanes=lanes)
+    tr = open_counting(cfg["ip"], lanes)
     try:
         _wait_go(cfg)
         run_udp(ps, tr, cfg.get("timeout", 300.0), stop=lambda: stop["flag"])

@@ -94,12 +94,13 @@ class ShardedWorker:
     ``threads`` threads. ``labels``: each sub-model's label, as :class:`Worker` takes them;
     ``worker_options``: the rest of Worker's options, for every shard (an ``rto`` estimator is
     copied for each: the shards' paths are timed apart). ``io``: the shards' transports
-    (hostlib.xdp.open_transport: "socket", "xdp" or "auto"; AF_XDP takes one thread)."""
+    (hostlib.xdp.open_transport: "socket", "xdp" or "auto"; None: ``INAHOST_IO``'s, default the
+    socket; AF_XDP takes one thread)."""
 
     def __init__(self, job_id: int, worker_id: int, ps_ip: str, ip: str,
                  labels: Sequence[FragmentLabel] | Mapping[int, FragmentLabel], threads: int, *,
                  lanes: int = DEFAULT_LANES, native: bool | None = True, buffer_bytes: int = 4 << 20,
-                 io: str = "socket", **worker_options: Any) -> None:
+                 io: str | None = None, **worker_options: Any) -> None:
         _check_threads(threads)
         by_sub = dict(enumerate(labels)) if not isinstance(labels, Mapping) else dict(labels)
         self.threads, self.lanes = threads, lanes
@@ -204,7 +205,7 @@ class ShardedPs:
     in the background until the block ends. ``io``: as :class:`ShardedWorker`'s."""
 
     def __init__(self, ip: str, jobs: Mapping[int, JobConfig], threads: int, *, lanes: int = DEFAULT_LANES,
-                 native: bool | None = True, buffer_bytes: int = 8 << 20, io: str = "socket",
+                 native: bool | None = True, buffer_bytes: int = 8 << 20, io: str | None = None,
                  **ps_options: Any) -> None:
         _check_threads(threads)
         self.threads = threads

@@ -1,6 +1,7 @@
 """Kernel bypass for the hosts: :class:`XdpTransport`, a :class:`~hostlib.drivers.UdpTransport`
 whose datagrams move through an AF_XDP socket (hostlib.native.xdp), and :func:`open_transport`,
-which picks it or the socket path by flag or by probing.
+which picks it or the socket path by flag (``io=``, or ``INAHOST_IO`` in the environment) or by
+probing (``auto``).
 
 The XDP program takes only the INA datagrams (IPv4, UDP, our port) of the interface's queue;
 ARP and everything else still reach the kernel. The transport keeps a UDP socket bound to its
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import socket
 import struct
 from typing import Iterable
@@ -82,7 +84,7 @@ class XdpTransport(UdpTransport):
             raise ProtocolError("not an option-less IPv4 frame long enough for INA")
 
     def send(self, frame: bytes) -> None:
-        self.send_many([frame])
+        XdpTransport.send_many(self, [frame])         # not a subclass's: it would count the frame again
 
     def send_many(self, frames: Iterable[bytes]) -> None:
         frames = frames if isinstance(frames, list) else list(frames)
@@ -105,7 +107,7 @@ class XdpTransport(UdpTransport):
 
     # ------------------------------------------------------------------ receiving
     def recv(self, timeout: float) -> bytes | None:
-        got = self.recv_many(timeout, 1)
+        got = XdpTransport.recv_many(self, timeout, 1)
         return got[0] if got else None
 
     def recv_many(self, timeout: float, max_frames: int | None = None) -> list[bytes]:
@@ -126,7 +128,7 @@ class XdpTransport(UdpTransport):
         return out
 
     def _drain(self, out: list[bytes], limit: int) -> int:
-        got = self.recv_many(0.0, limit)
+        got = XdpTransport.recv_many(self, 0.0, limit)
         out.extend(got)
         return len(got)
 
@@ -151,13 +153,26 @@ class XdpTransport(UdpTransport):
         return self.xsk.info() if self.xsk else {}
 
 
-def open_transport(ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
-                   io: str = "socket", **kwargs) -> UdpTransport:
-    """The agent's transport by ``io``: "socket" (UdpTransport), "xdp" (XdpTransport, or
-    XdpUnavailable saying why not) or "auto" (XdpTransport where AF_XDP runs, else the socket,
-    with one log line saying why)."""
+def host_io(io: str | None = None) -> str:
+    """``io``, or where None the environment's ``INAHOST_IO`` (default "socket"), checked."""
+    if io is None:
+        io = os.environ.get("INAHOST_IO") or "socket"
+        if io not in IO_CHOICES:
+            raise ValueError(f"INAHOST_IO={io}: expected one of {', '.join(IO_CHOICES)}")
     if io not in IO_CHOICES:
         raise ValueError(f"host I/O {io!r}: expected one of {', '.join(IO_CHOICES)}")
+    return io
+
+
+def open_transport(ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
+                   io: str | None = None, classes: tuple[type[UdpTransport], type[XdpTransport]] | None = None,
+                   **kwargs) -> UdpTransport:
+    """The agent's transport by ``io`` (None: :func:`host_io`'s, from ``INAHOST_IO``): "socket"
+    (UdpTransport), "xdp" (XdpTransport, or XdpUnavailable saying why not) or "auto"
+    (XdpTransport where AF_XDP runs, else the socket, with one log line saying why).
+    ``classes``: the socket and AF_XDP classes to make (subclasses that count, say)."""
+    io = host_io(io)
+    socket_cls, xdp_cls = classes or (UdpTransport, XdpTransport)
     shard = kwargs.get("shard")
     if io != "socket":
         reason = ("AF_XDP does not run on loopback" if ip.startswith("127.")
@@ -165,7 +180,7 @@ def open_transport(ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port:
                   if shard is not None and shard[1] > 1 else unavailable_reason())
         if reason is None:
             try:
-                return XdpTransport(ip, port, lanes, dst_port,
+                return xdp_cls(ip, port, lanes, dst_port,
                                     **{k: v for k, v in kwargs.items() if k != "shard"})
             except XdpUnavailable as e:
                 reason = str(e)
@@ -173,5 +188,5 @@ def open_transport(ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port:
             raise XdpUnavailable(reason)
         log.info("hostlib: %s uses the socket path (%s)", ip, reason)
     kwargs = {k: v for k, v in kwargs.items() if k in ("batch", "buffer_bytes", "native", "shard")}
-    return UdpTransport(ip, port, lanes, dst_port, **kwargs)
+    return socket_cls(ip, port, lanes, dst_port, **kwargs)
 

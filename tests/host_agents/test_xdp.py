@@ -196,3 +196,39 @@ def test_a_sharded_worker_takes_its_transport_by_io(net: Star) -> None:
         assert isinstance(wk.transports[0], XdpTransport)
     finally:
         wk.close()
+
+
+def test_the_emulation_agents_count_once_on_af_xdp(net: Star, monkeypatch: pytest.MonkeyPatch) -> None:
+    """INAHOST_IO=xdp gives the emulation's agents a counting AF_XDP transport; each frame is
+    counted once, whichever of the single and batch calls moved it."""
+    from emulation.agents import CountingXdpTransport, open_counting
+    monkeypatch.setenv("INAHOST_IO", "xdp")
+    (ns_a, ip_a), (ns_b, ip_b) = net.hosts[0], net.hosts[1]
+    with inside(ns_a):
+        a = open_counting(ip_a, K)
+    b = _transport(ns_b, ip_b, "xdp")
+    try:
+        assert isinstance(a, CountingXdpTransport)
+
+        def frame(src: str, dst: str, frag: int) -> bytes:
+            return P.build_frame(P.InaHeader.for_worker(JOB, 0, 0, frag, 0, 2), np.arange(K, dtype=np.int32),
+                                 src_ip=src, dst_ip=dst)
+        a.send(frame(ip_a, ip_b, 0))
+        a.send_many([frame(ip_a, ip_b, f) for f in (1, 2)])
+        got = b.recv_many(5.0)
+        while len(got) < 3 and (more := b.recv_many(2.0)):
+            got += more
+        assert sorted(P.parse_frame(f, K).header.fragment_id for f in got) == [0, 1, 2]
+        b.send_many([frame(ip_b, ip_a, f) for f in (3, 4)])
+        back = [a.recv(5.0)]
+        while len(back) < 2 and (more := a.recv_many(2.0)):
+            back += more
+        assert len(back) == 2 and all(f is not None for f in back)
+        assert a.counts == {"tx_packets": 3, "tx_bytes": 3 * len(got[0]), "rx_packets": 2,
+                            "rx_bytes": 2 * len(got[0])}
+    finally:
+        a.close()
+        b.close()
+    monkeypatch.setenv("INAHOST_IO", "dpdk")
+    with pytest.raises(ValueError, match="INAHOST_IO=dpdk: expected one of socket, xdp, auto"):
+        open_counting(ip_a, K)
