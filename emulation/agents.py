@@ -37,7 +37,6 @@ from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.worker import NODE_TRIES, FragmentLabel, Worker
 from hostlib.worker_group import WorkerGroup
-from hostlib.xdp import XdpTransport, open_transport
 
 UDP_OVERHEAD = 14 + 20 + 8          # Ethernet + IPv4 + UDP: bytes on the wire per datagram
 
@@ -74,15 +73,6 @@ class CountingTransport(UdpTransport):
         self._count("rx", frames)
         return frames
 
-
-class CountingXdpTransport(CountingTransport, XdpTransport):
-    """CountingTransport on AF_XDP (hostlib.xdp)."""
-
-
-def open_counting(ip: str, lanes: int) -> CountingTransport:
-    """The agent's counting transport: on AF_XDP or its socket as ``INAHOST_IO`` says
-    (hostlib.xdp.open_transport)."""
-    return open_transport(ip, lanes=lanes, classes=(CountingTransport, CountingXdpTransport))
 
 
 ROUND_SEED_STRIDE = 1_000_003      # round r's gradient of the worker seeded s: gradient(s + r * stride)
@@ -240,7 +230,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     if layered and len(parts) > 1:
         raise ValueError("a layered job's model is on one PS: one part per host")
     agent: Any = workers[0] if len(workers) == 1 else WorkerGroup(workers)
-    tr = open_counting(cfg["ip"], lanes)
+    tr = CountingTransport(cfg["ip"], lanes=lanes)
     records: list[list[dict[str, Any]]] = [[] for _ in parts]
     unchecked: list[tuple[dict[str, Any], dict[str, Any], int, np.ndarray]] = []   # (record, part, round, result)
     timeout = cfg.get("timeout", 300.0)
@@ -344,7 +334,7 @@ def run_ps(cfg: dict[str, Any]) -> dict[str, Any]:
     ps = ParameterServer(cfg["ip"], jobs, mac=cfg["mac"], lanes=lanes, timeout=_rto(cfg))
     stop = {"flag": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("flag", True))
-    tr = open_counting(cfg["ip"], lanes)
+    tr = CountingTransport(cfg["ip"], lanes=lanes)
     try:
         _wait_go(cfg)
         run_udp(ps, tr, cfg.get("timeout", 300.0), stop=lambda: stop["flag"])

@@ -419,7 +419,10 @@ class EmuNet:
         return self.net.get(name)
 
     def popen(self, host: str, cmd: list[str], **kwargs: Any) -> subprocess.Popen:
-        """Start ``cmd`` in ``host``'s namespace; tracked, and ended by :meth:`stop`."""
+        """Start ``cmd`` in ``host``'s namespace; tracked, and ended by :meth:`stop`. Its hostlib
+        agents use UDP sockets whatever ``INAHOST_IO`` says: AF_XDP sends past the qdisc that
+        paces the host's link, so the emulated rates would not hold."""
+        kwargs["env"] = {**(kwargs.get("env") or os.environ), "INAHOST_IO": "socket"}
         proc = self.host(host).popen(cmd, cwd=str(REPO), **kwargs)
         self.procs.append(proc)
         return proc

@@ -198,17 +198,21 @@ def test_a_sharded_worker_takes_its_transport_by_io(net: Star) -> None:
         wk.close()
 
 
-def test_the_emulation_agents_count_once_on_af_xdp(net: Star, monkeypatch: pytest.MonkeyPatch) -> None:
-    """INAHOST_IO=xdp gives the emulation's agents a counting AF_XDP transport; each frame is
-    counted once, whichever of the single and batch calls moved it."""
-    from emulation.agents import CountingXdpTransport, open_counting
+def test_a_counting_subclass_counts_each_frame_once(net: Star, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``INAHOST_IO=xdp`` makes open_transport build the AF_XDP class it is given; one that counts
+    (as the emulation's agents do on sockets) counts each frame once, whichever of the single
+    and batch calls moved it."""
+    from emulation.agents import CountingTransport
+
+    class CountingXdp(CountingTransport, XdpTransport):
+        pass
     monkeypatch.setenv("INAHOST_IO", "xdp")
     (ns_a, ip_a), (ns_b, ip_b) = net.hosts[0], net.hosts[1]
     with inside(ns_a):
-        a = open_counting(ip_a, K)
+        a = open_transport(ip_a, lanes=K, classes=(CountingTransport, CountingXdp))
     b = _transport(ns_b, ip_b, "xdp")
     try:
-        assert isinstance(a, CountingXdpTransport)
+        assert isinstance(a, CountingXdp)
 
         def frame(src: str, dst: str, frag: int) -> bytes:
             return P.build_frame(P.InaHeader.for_worker(JOB, 0, 0, frag, 0, 2), np.arange(K, dtype=np.int32),
@@ -231,4 +235,4 @@ def test_the_emulation_agents_count_once_on_af_xdp(net: Star, monkeypatch: pytes
         b.close()
     monkeypatch.setenv("INAHOST_IO", "dpdk")
     with pytest.raises(ValueError, match="INAHOST_IO=dpdk: expected one of socket, xdp, auto"):
-        open_counting(ip_a, K)
+        open_transport(ip_a, lanes=K)
