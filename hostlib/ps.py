@@ -411,7 +411,7 @@ class ParameterServer:
             e.net_sum += lanes
         e.net_bitmap |= bitmap
         e.overflow |= bool(flags & _OVERFLOW)
-        out = self._maybe_complete(key, e, job, now, mask)
+        out = self._maybe_complete(key, e, job, now, mask, first_copy=kind in _FIRST_COPIES)
         if kind in _FIRST_COPIES:
             self.gap_rule(job_id, rnd, sub, frag, bitmap, now)
         return out
@@ -427,9 +427,12 @@ class ParameterServer:
                     e.attempts += 1
                 # recovery again an answer round trip later, then a doubled wait: what it sends
                 # or gets back is lost at random, while a PS or hosts slower to answer are
-                # measured as such
+                # measured as such. Doubled up to the ceiling, not to a few answer round trips:
+                # before one is measured (a quarter of the timeout's floor), a window of entries
+                # capped at four of them re-queried every millisecond, faster than a loaded host
+                # answers, and the answers queued behind ever more queries
                 e.timeout = (self.answer_rtt.rto if e.recoveries == 1
-                             else self.answer_rtt.backoff(e.timeout, floor=False))
+                             else min(self.answer_rtt.maximum, 2.0 * e.timeout))
                 e.deadline = now + e.timeout
         return out
 
@@ -575,9 +578,17 @@ class ParameterServer:
         if e is not None and bitmap & ~(e.net_bitmap | e.resend_bitmap) and e.deadline > now:
             e.deadline = now
 
-    def _maybe_complete(self, key: Key, e: Entry, job: JobConfig, now: float, mask: int) -> list[bytes]:
+    def _maybe_complete(self, key: Key, e: Entry, job: JobConfig, now: float, mask: int,
+                        first_copy: bool = False) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap if e.resend else e.net_bitmap) != mask:
             return []
+        if first_copy and e.attempts and not e.resend:
+            # completed by a first copy after all, not by anything a recovery brought (those are
+            # marked: RESEND, a result copy, a drain): the timeout fired early, and this time is
+            # unambiguous, Karn's rule notwithstanding. Without the sample, copies that always
+            # come later than the timeout (a loaded host, a slower path) make every entry time
+            # out, and the timeout never learns it
+            self.timeout.sample(now - e.created)
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
         relay = job.relay_node(key[1])
         # (a relay is one frame: nothing to batch)
