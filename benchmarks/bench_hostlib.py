@@ -10,7 +10,9 @@
            Python cores (run_udp's Python loop), then hostlib.native's C data path (the
            default; with --threads also with every agent's sub-models sharded over threads,
            hostlib.shards), then gloo's all-reduce of the same vector between N processes on
-           127.0.0.1 (torch.distributed, in place), and the ratio native/gloo of their wall-clock rates
+           127.0.0.1 (torch.distributed, in place), and the ratio native/gloo of their wall-clock rates;
+           with --xdp also every agent in a network namespace of its own on a bridge (root),
+           on AF_XDP (hostlib.xdp) and then on UDP sockets
 
 "Gradient payload" is 4 bytes per gradient element (float32), whatever the wire carries. The
 single-threaded lines are one core by construction (best of --repeat runs, wall time); the UDP

@@ -15,7 +15,9 @@ process's CPU seconds, user + system, averaged over workers; the reflector's CPU
 beside, as a switch's is not the hosts'). ``--veth`` also runs the INA part across a veth pair
 between two network namespaces this benchmark creates and deletes (root only): there every
 datagram is sent and read on its own, as on a real interface, where loopback batches them
-(UDP GSO/GRO, as hostlib's native path does on lo).
+(UDP GSO/GRO, as hostlib's native path does on lo). ``--xdp`` runs each worker in a namespace
+of its own on a bridge whose namespace holds the reflector, on AF_XDP (hostlib.xdp) and on its
+UDP socket, alternating, and prints the ratio of the medians.
 """
 from __future__ import annotations
 
