@@ -74,7 +74,6 @@ class CountingTransport(UdpTransport):
         return frames
 
 
-
 ROUND_SEED_STRIDE = 1_000_003      # round r's gradient of the worker seeded s: gradient(s + r * stride)
 
 

@@ -5,10 +5,12 @@ still reaches the kernel. Root, ``ip`` and libxdp/libbpf are needed; without the
 skip with the reason."""
 from __future__ import annotations
 
+import errno
 import shutil
 import socket
 import subprocess
 import threading
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
@@ -38,9 +40,25 @@ def _skip_reason() -> str | None:
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 
 
+@contextmanager
+def _star(subnet: str, queues: int = 1) -> Iterator[Star]:
+    """The PS and two workers, each in a namespace of its own on a bridge; skips where the
+    kernel refuses BPF to root (a sandbox without CAP_BPF)."""
+    with star(3, subnet=subnet, queues=queues) as s:
+        ns, ip = s.hosts[0]
+        try:
+            with inside(ns):
+                XdpTransport(ip, lanes=K).close()
+        except XdpUnavailable as e:
+            if e.errno != errno.EPERM:
+                raise
+            pytest.skip(f"this kernel refuses BPF here: {e}")
+        yield s
+
+
 @pytest.fixture
 def net() -> Iterator[Star]:
-    with star(3, subnet="10.79.0") as s:       # the PS and two workers
+    with _star("10.79.0") as s:
         yield s
 
 
@@ -119,7 +137,7 @@ def test_workers_and_ps_all_reduce_exactly_over_af_xdp(net: Star, mode: str) -> 
 def test_datagrams_on_another_queue_come_through_the_kernel_socket() -> None:
     """An interface of two queues: the XSK serves queue 0, and what the kernel spreads to queue 1
     reaches the transport through its kernel socket; the all-reduce stays exact."""
-    with star(3, subnet="10.79.2", queues=2) as s:
+    with _star("10.79.2", queues=2) as s:
         workers, ps, trs = _allreduce(s, ("xdp",) * 3, rounds=1)
         for tr in trs:
             tr.close()
