@@ -4,7 +4,7 @@
  * interface (ARP, other ports) passes to the kernel as before.
  *
  * This is a library of its own (hostlib/native/xdp.py builds it against Debian's libxdp and
- * libbpf), so the main data path never depends on them. The XDP program is a dozen eBPF
+ * libbpf), so the main data path never depends on them. The XDP program is 22 eBPF
  * instructions written here, loaded with libbpf and attached through a BPF link: it goes away
  * with the link's file descriptor, even when the process dies.
  *
