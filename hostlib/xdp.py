@@ -24,6 +24,7 @@ from typing import Iterable
 
 from .drivers import UdpTransport
 from .native import udp as native_udp_io
+from .native.library import NativeUnavailable
 from .native.xdp import XdpUnavailable, XskPort, unavailable_reason
 from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError
 
@@ -69,8 +70,13 @@ class XdpTransport(UdpTransport):
                 raise XdpUnavailable("AF_XDP does not run on loopback")
             self.interface = interface or interface_of(self.sock, ip)
             mac = _ifreq(self.sock, SIOCGIFHWADDR, self.interface)[18:24]
-            self._rings = native_udp_io.SocketRings(self.sock.fileno(), lanes, dst_port, gso=False)
-            self.xsk = XskPort(self.interface, queue, socket.inet_aton(ip), mac, port, self.sock.fileno(), mode)
+            try:
+                self._rings = native_udp_io.SocketRings(self.sock.fileno(), lanes, dst_port, gso=False)
+            except NativeUnavailable as e:
+                raise XdpUnavailable(f"AF_XDP runs the native data path, which is unavailable: {e}") from None
+            self.port = self.sock.getsockname()[1]             # port 0: the one the kernel chose
+            self.xsk = XskPort(self.interface, queue, socket.inet_aton(ip), mac, self.port, self.sock.fileno(),
+                               mode)
             self.xsk.attach(self._rings.io)
         except BaseException:
             self.close()

@@ -204,6 +204,12 @@ def test_open_transport_probes_and_falls_back(net: Star) -> None:
             open_transport(ip, lanes=K, io="xdp", shard=(0, 2))
     with pytest.raises(ValueError, match="host I/O 'dpdk'"):
         open_transport(ip, io="dpdk")
+    with inside(ns):
+        ephemeral = XdpTransport(ip, port=0, lanes=K)          # the program filters the port the kernel chose
+    try:
+        assert ephemeral.port == ephemeral.sock.getsockname()[1] != 0
+    finally:
+        ephemeral.close()
 
 
 def test_a_sharded_worker_takes_its_transport_by_io(net: Star) -> None:
