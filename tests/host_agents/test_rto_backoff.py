@@ -3,16 +3,20 @@ teach it their delay, and recoveries that go unanswered back off up to the ceili
 worker or a loaded host draws a few queries, not a storm of them."""
 from __future__ import annotations
 
-import os
-import shutil
-import threading
-
 import numpy as np
 import pytest
 
+from benchmarks.netns import inside, star
+from hostlib import protocol as P
+from hostlib.drivers import UdpTransport
 from hostlib.protocol import InaHeader, build_frame, is_query
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
+from hostlib.worker import FragmentLabel, Worker
+
+from netns import require_netns
+
+from .udp_threads import run_workers, serving
 
 K = 8
 PS_IP = "10.0.9.1"
@@ -72,16 +76,12 @@ def test_unanswered_recoveries_double_up_to_the_ceiling() -> None:
     assert waits[-1] == pytest.approx(1.0)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and ip(8)")
 def test_a_window_of_64_over_a_bridge_completes_with_the_default_timers() -> None:
     """Two workers and a PS in threads of one process, each on its own veth on a bridge, 8 MB at
     window 64, every timer at its default: the PS's first timeouts are far shorter than the
     workers' spread on a loaded machine. Without the two rules above the round did not finish in
     60 s (170,000 queries, the PS's receive buffer overflowing); with them it takes about 1 s."""
-    from benchmarks.netns import inside, star
-    from hostlib import protocol as P
-    from hostlib.drivers import UdpTransport, run_udp
-    from hostlib.worker import FragmentLabel, Worker
+    require_netns()
 
     n = 2_000_000
     with star(3, subnet="10.79.4") as s:
@@ -96,20 +96,8 @@ def test_a_window_of_64_over_a_bridge_completes_with_the_default_timers() -> Non
             grads = [np.random.default_rng(w).normal(0, 1, n).astype(np.float32) for w in range(2)]
             for wk, g in zip(workers, grads):
                 wk.push(g)
-            stop = threading.Event()
-            serve = threading.Thread(target=run_udp, args=(ps, transports[0], 120.0, stop.is_set))
-            serve.start()
-            done = [False, False]
-
-            def run(w: int) -> None:
-                done[w] = run_udp(workers[w], transports[1 + w], 60.0)
-            threads = [threading.Thread(target=run, args=(w,)) for w in range(2)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(90)
-            stop.set()
-            serve.join(30)
+            with serving(ps, transports[0]):
+                done = run_workers(workers, transports[1:], 60.0)
         finally:
             for tr in transports:
                 tr.close()

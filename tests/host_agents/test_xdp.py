@@ -9,7 +9,6 @@ import errno
 import shutil
 import socket
 import subprocess
-import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -18,13 +17,15 @@ import pytest
 
 from benchmarks.netns import Star, inside, star
 from hostlib import protocol as P
-from hostlib.drivers import UdpTransport, native_udp, run_udp
+from hostlib.drivers import UdpTransport, native_udp
 from hostlib.native import xdp as native_xdp
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 from hostlib.shards import ShardedWorker
 from hostlib.worker import FragmentLabel, Worker
 from hostlib.xdp import XdpTransport, XdpUnavailable, open_transport
+
+from .udp_threads import run_workers, serving
 
 K = 16
 N = 20_000
@@ -86,30 +87,15 @@ def _allreduce(s: Star, ios: tuple[str, str, str], native: bool = True, rounds: 
                    for w, (_, ip) in enumerate(hosts)]
         for a, tr in zip([ps, *workers], trs):
             assert native_udp(a, tr) == native
-        stop = threading.Event()
-        serve = threading.Thread(target=run_udp, args=(ps, trs[0], 60.0, stop.is_set))
-        serve.start()
-        try:
+        with serving(ps, trs[0], 60.0):
             for rnd in range(rounds):
                 grads = [np.random.default_rng(10 * rnd + w).normal(0, 10.0, N) for w in range(2)]
                 for wk, g in zip(workers, grads):
                     wk.push(g)
-                outcome: list[Any] = [None, None]
-
-                def run(w: int) -> None:
-                    outcome[w] = run_udp(workers[w], trs[1 + w], 30.0)
-                threads = [threading.Thread(target=run, args=(w,)) for w in range(2)]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join(40)
-                assert outcome == [True, True], f"round {rnd} did not complete"
+                assert run_workers(workers, trs[1:], 30.0) == [True, True], f"round {rnd} did not complete"
                 want = sum(P.encode_fragments(g, None, 16, K).reshape(-1)[:N].astype(np.int64) for g in grads)
                 for wk in workers:
                     assert np.array_equal(wk.result_fixed(), want)
-        finally:
-            stop.set()
-            serve.join(30)
         return workers, ps, trs
     except BaseException:
         for tr in trs:
