@@ -3,8 +3,8 @@ whose datagrams move through an AF_XDP socket (hostlib.native.xdp), and :func:`o
 which picks it or the socket path by flag (``io=``, or ``INAHOST_IO`` in the environment) or by
 probing (``auto``).
 
-The XDP program takes only the INA datagrams (IPv4, UDP, our port) of the interface's queue;
-ARP and everything else still reach the kernel. The transport keeps a UDP socket bound to its
+The XDP program takes only the INA datagrams (IPv4, UDP, our port), on every receive queue of
+the interface (one AF_XDP socket each); ARP and everything else still reach the kernel. The transport keeps a UDP socket bound to its
 address: it reserves the port, and it carries the first datagrams to a peer until a frame from
 that peer has shown its MAC. run_udp runs agents on it with the native C loops, as on a
 socket; the Python loop reads and sends through the same rings.
@@ -52,16 +52,16 @@ def interface_of(sock: socket.socket, ip: str) -> str:
 
 
 class XdpTransport(UdpTransport):
-    """A UdpTransport on (ip, port) whose INA datagrams move through an AF_XDP socket on queue
-    ``queue`` of ``interface`` (default: the one that holds ``ip``). ``mode``: "auto", "native"
-    or "generic" (hostlib.native.xdp.XskPort). Raises XdpUnavailable where AF_XDP cannot run.
+    """A UdpTransport on (ip, port) whose INA datagrams move through AF_XDP sockets on the
+    receive queues of ``interface`` (default: the one that holds ``ip``; ``queues``: how many,
+    default all). ``mode``: "auto", "native" or "generic" (hostlib.native.xdp.XskPort). Raises XdpUnavailable where AF_XDP cannot run.
     ``native``: as UdpTransport's (the C loops where the agent allows, unless False); the
     Python loop reads and sends through the same C rings."""
 
     c_io = True               # its I/O methods are the C rings': run_udp may run the C loops on it
 
     def __init__(self, ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port: int = INA_UDP_PORT, *,
-                 interface: str | None = None, queue: int = 0, mode: str = "auto", batch: int = 256,
+                 interface: str | None = None, queues: int = 0, mode: str = "auto", batch: int = 256,
                  buffer_bytes: int = 4 << 20, native: bool | None = None) -> None:
         super().__init__(ip, port, lanes, dst_port, batch=batch, buffer_bytes=buffer_bytes, native=native)
         self.xsk: XskPort | None = None
@@ -75,7 +75,7 @@ class XdpTransport(UdpTransport):
             except NativeUnavailable as e:
                 raise XdpUnavailable(f"AF_XDP runs the native data path, which is unavailable: {e}") from None
             self.port = self.sock.getsockname()[1]             # port 0: the one the kernel chose
-            self.xsk = XskPort(self.interface, queue, socket.inet_aton(ip), mac, self.port, self.sock.fileno(),
+            self.xsk = XskPort(self.interface, queues, socket.inet_aton(ip), mac, self.port, self.sock.fileno(),
                                mode)
             self.xsk.attach(self._rings.io)
         except BaseException:

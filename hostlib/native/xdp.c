@@ -1,7 +1,7 @@
-/* AF_XDP for the native data path: an XDP program hands the INA datagrams of one interface
- * queue (IPv4, UDP, our destination port) to an AF_XDP socket, and the C loops of udp.c read
- * and send through its rings instead of a UDP socket (Io.bypass). Everything else on the
- * interface (ARP, other ports) passes to the kernel as before.
+/* AF_XDP for the native data path: an XDP program hands the INA datagrams of an interface
+ * (IPv4, UDP, our destination port) to the AF_XDP socket of the receive queue they arrive on,
+ * and the C loops of udp.c read and send through their rings instead of a UDP socket
+ * (Io.bypass). Everything else on the interface (ARP, other ports) passes to the kernel.
  *
  * This is a library of its own (hostlib/native/xdp.py builds it against Debian's libxdp and
  * libbpf), so the main data path never depends on them. The XDP program is 22 eBPF
@@ -18,16 +18,20 @@
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
+#include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
+#include <linux/sockios.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <xdp/xsk.h>
 
 #define FRAME_SIZE 2048
-#define RING_SIZE 4096                    /* descriptors per ring; as many RX frames, as many TX */
-#define NFRAMES (2 * RING_SIZE)
+#define TX_FRAMES 4096                    /* TX frames, and descriptors of the TX and completion rings */
+#define RX_FRAMES 2048                    /* per queue: its fill and RX rings hold as many */
+#define MAX_QUEUES 64
 #define NEIGHBOURS 256
 #define ETH_IP_UDP 42
 
@@ -36,13 +40,22 @@
 #define MODE_NATIVE 1                     /* XDP in the driver; zero-copy where it supports it */
 #define MODE_GENERIC 2                    /* XDP on the kernel's skb path: any interface */
 
+/* One AF_XDP socket per receive queue of the interface, all on one UMEM: the TX frames first,
+ * then each queue's RX frames. Queue 0's socket also sends. */
 typedef struct {
-    struct xsk_umem *umem;
     struct xsk_socket *xsk;
     struct xsk_ring_prod fill, tx;
     struct xsk_ring_cons comp, rx;
+    int fd;
+} Queue;
+
+typedef struct {
+    struct xsk_umem *umem;
+    Queue q[MAX_QUEUES];
+    int64_t nq, next_q;
     uint8_t *area;
-    int fd, map_fd, prog_fd, link_fd, kfd;
+    size_t area_size;
+    int fd, map_fd, prog_fd, link_fd, kfd;  /* fd: queue 0's, which sends */
     int64_t mode, zerocopy;
     uint8_t mac[6], ip[4];
     uint16_t port;
@@ -90,19 +103,35 @@ static int load_program(uint16_t port, int map_fd) {
 /* ------------------------------------------------------------------ setup */
 void ina_xsk_close(Xsk *x);
 
-static int socket_mode(Xsk *x, const char *ifname, int64_t queue, int64_t zerocopy) {
+/* queue ``i``'s socket (queue 0: the first on the UMEM, in copy or zero-copy mode; the others
+ * share the UMEM, in the mode of the first) */
+static int open_queue(Xsk *x, const char *ifname, int64_t i, int64_t zerocopy) {
+    Queue *q = &x->q[i];
     struct xsk_socket_config cfg = {
-        .rx_size = RING_SIZE, .tx_size = RING_SIZE,
+        .rx_size = RX_FRAMES, .tx_size = i ? 0 : TX_FRAMES,
         .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
         .bind_flags = zerocopy ? XDP_ZEROCOPY : XDP_COPY,
     };
-    return xsk_socket__create(&x->xsk, ifname, (uint32_t)queue, x->umem, &x->rx, &x->tx, &cfg);
+    return xsk_socket__create_shared(&q->xsk, ifname, (uint32_t)i, x->umem, &q->rx, i ? NULL : &q->tx, &q->fill,
+                                     &q->comp, &cfg);
 }
 
-/* Open queue ``queue`` of ``ifname`` for the INA datagrams to ``port``; ``ip``/``mac``: the
- * interface's; ``kfd``: the UDP socket bound to (ip, port); ``mode``: MODE_*. NULL with
- * ``*err`` = errno (and ``*stage``: what failed) where it cannot. */
-Xsk *ina_xsk_open(const char *ifname, int64_t queue, const uint8_t *ip, const uint8_t *mac, int64_t port,
+/* the interface's receive queues (1 where the driver does not say) */
+static int64_t rx_queues(int fd, const char *ifname) {
+    struct ethtool_channels ch = {.cmd = ETHTOOL_GCHANNELS};
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+    ifr.ifr_data = (void *)&ch;
+    if (ioctl(fd, SIOCETHTOOL, &ifr) < 0) return 1;
+    int64_t n = ch.rx_count > ch.combined_count ? ch.rx_count : ch.combined_count;
+    return n < 1 ? 1 : n > MAX_QUEUES ? MAX_QUEUES : n;
+}
+
+/* Open every receive queue of ``ifname`` (``queues`` of them where > 0) for the INA datagrams to
+ * ``port``; ``ip``/``mac``: the interface's; ``kfd``: the UDP socket bound to (ip, port);
+ * ``mode``: MODE_*. NULL with ``*err`` = errno (and ``*stage``: what failed) where it cannot. */
+Xsk *ina_xsk_open(const char *ifname, int64_t queues, const uint8_t *ip, const uint8_t *mac, int64_t port,
                   int64_t kfd, int64_t mode, int64_t *err, int64_t *stage) {
     Xsk *x = calloc(1, sizeof(Xsk));
     if (!x) { *err = ENOMEM; *stage = 0; return NULL; }
@@ -115,16 +144,18 @@ Xsk *ina_xsk_open(const char *ifname, int64_t queue, const uint8_t *ip, const ui
     int ifindex = (int)if_nametoindex(ifname);
     *stage = 1;
     if (!ifindex) { r = -errno; goto fail; }
-    x->free_tx = malloc(RING_SIZE * sizeof(uint64_t));
-    x->held = malloc(RING_SIZE * sizeof(uint64_t));
-    x->area = mmap(NULL, (size_t)NFRAMES * FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    x->nq = queues > 0 ? (queues > MAX_QUEUES ? MAX_QUEUES : queues) : rx_queues((int)kfd, ifname);
+    x->free_tx = malloc(TX_FRAMES * sizeof(uint64_t));
+    x->held = malloc(RX_FRAMES * sizeof(uint64_t));
+    x->area_size = (size_t)(TX_FRAMES + x->nq * RX_FRAMES) * FRAME_SIZE;
+    x->area = mmap(NULL, x->area_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     *stage = 2;
     if (!x->free_tx || !x->held || x->area == MAP_FAILED) { x->area = x->area == MAP_FAILED ? NULL : x->area; r = -ENOMEM; goto fail; }
-    struct xsk_umem_config ucfg = {RING_SIZE, RING_SIZE, FRAME_SIZE, 0, 0};
+    struct xsk_umem_config ucfg = {RX_FRAMES, TX_FRAMES, FRAME_SIZE, 0, 0};
     *stage = 3;
-    if ((r = xsk_umem__create(&x->umem, x->area, (uint64_t)NFRAMES * FRAME_SIZE, &x->fill, &x->comp, &ucfg))) goto fail;
+    if ((r = xsk_umem__create(&x->umem, x->area, x->area_size, &x->q[0].fill, &x->q[0].comp, &ucfg))) goto fail;
     *stage = 4;
-    x->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "ina_xsks", 4, 4, 64, NULL);
+    x->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "ina_xsks", 4, 4, MAX_QUEUES, NULL);
     if (x->map_fd < 0) { r = x->map_fd; goto fail; }
     *stage = 5;
     x->prog_fd = load_program(x->port, x->map_fd);
@@ -137,31 +168,40 @@ Xsk *ina_xsk_open(const char *ifname, int64_t queue, const uint8_t *ip, const ui
         x->link_fd = bpf_link_create(x->prog_fd, ifindex, BPF_XDP, &lopts);
         if (x->link_fd < 0) { r = x->link_fd; continue; }
         /* zero-copy needs the driver's support; copy mode works everywhere */
-        r = m == MODE_NATIVE && socket_mode(x, ifname, queue, 1) == 0 ? 0 : socket_mode(x, ifname, queue, 0);
+        r = m == MODE_NATIVE && open_queue(x, ifname, 0, 1) == 0 ? 0 : open_queue(x, ifname, 0, 0);
         if (r == 0) { x->mode = m; break; }
         close(x->link_fd);
         x->link_fd = -1;
     }
     if (r) goto fail;
     *stage = 7;
-    if ((r = xsk_socket__update_xskmap(x->xsk, x->map_fd))) goto fail;
-    x->fd = xsk_socket__fd(x->xsk);
+    for (int64_t i = 1; i < x->nq; i++)
+        if ((r = open_queue(x, ifname, i, 0))) goto fail;
+    *stage = 8;
+    for (int64_t i = 0; i < x->nq; i++) {
+        if ((r = xsk_socket__update_xskmap(x->q[i].xsk, x->map_fd))) goto fail;
+        x->q[i].fd = xsk_socket__fd(x->q[i].xsk);
+    }
+    x->fd = x->q[0].fd;
     struct xdp_options opts = {0};
     socklen_t optlen = sizeof(opts);
     if (getsockopt(x->fd, SOL_XDP, XDP_OPTIONS, &opts, &optlen) == 0) x->zerocopy = !!(opts.flags & XDP_OPTIONS_ZEROCOPY);
     {
         /* copy mode sends at most this many frames a kick (32 by default, where settable) */
-        int budget = RING_SIZE;
+        int budget = TX_FRAMES;
         setsockopt(x->fd, SOL_XDP, 9 /* XDP_MAX_TX_SKB_BUDGET */, &budget, sizeof(budget));
     }
-    /* every RX frame to the fill ring; the TX frames free */
-    uint32_t idx;
-    *stage = 8;
-    if (xsk_ring_prod__reserve(&x->fill, RING_SIZE, &idx) != RING_SIZE) { r = -ENOMEM; goto fail; }
-    for (uint32_t i = 0; i < RING_SIZE; i++) *xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t)i * FRAME_SIZE;
-    xsk_ring_prod__submit(&x->fill, RING_SIZE);
-    for (int64_t i = 0; i < RING_SIZE; i++) x->free_tx[i] = (uint64_t)(RING_SIZE + i) * FRAME_SIZE;
-    x->nfree_tx = RING_SIZE;
+    /* each queue's RX frames to its fill ring; the TX frames free */
+    *stage = 9;
+    for (int64_t i = 0; i < x->nq; i++) {
+        uint32_t idx;
+        if (xsk_ring_prod__reserve(&x->q[i].fill, RX_FRAMES, &idx) != RX_FRAMES) { r = -ENOMEM; goto fail; }
+        for (uint32_t f = 0; f < RX_FRAMES; f++)
+            *xsk_ring_prod__fill_addr(&x->q[i].fill, idx + f) = (uint64_t)(TX_FRAMES + i * RX_FRAMES + f) * FRAME_SIZE;
+        xsk_ring_prod__submit(&x->q[i].fill, RX_FRAMES);
+    }
+    for (int64_t i = 0; i < TX_FRAMES; i++) x->free_tx[i] = (uint64_t)i * FRAME_SIZE;
+    x->nfree_tx = TX_FRAMES;
     return x;
 fail:
     *err = -r;
@@ -171,21 +211,23 @@ fail:
 
 void ina_xsk_close(Xsk *x) {
     if (!x) return;
-    if (x->xsk) xsk_socket__delete(x->xsk);
+    for (int64_t i = MAX_QUEUES - 1; i >= 0; i--)
+        if (x->q[i].xsk) xsk_socket__delete(x->q[i].xsk);
     if (x->umem) xsk_umem__delete(x->umem);
     if (x->link_fd >= 0) close(x->link_fd);
     if (x->prog_fd >= 0) close(x->prog_fd);
     if (x->map_fd >= 0) close(x->map_fd);
-    if (x->area) munmap(x->area, (size_t)NFRAMES * FRAME_SIZE);
+    if (x->area) munmap(x->area, x->area_size);
     free(x->free_tx);
     free(x->held);
     free(x);
 }
 
-/* what the socket got: mode, zero-copy, datagrams sent through the kernel socket (no MAC yet),
- * TX kicks, datagrams read from the kernel socket (another queue's) */
+/* what the sockets got: mode, zero-copy, datagrams sent through the kernel socket (no MAC yet),
+ * TX kicks, datagrams read from the kernel socket, queues */
 void ina_xsk_info(const Xsk *x, int64_t *out) {
     out[0] = x->mode; out[1] = x->zerocopy; out[2] = x->tx_kernel; out[3] = x->kicks; out[4] = x->rx_kernel;
+    out[5] = x->nq;
 }
 
 /* ------------------------------------------------------------------ neighbours */
@@ -205,20 +247,28 @@ static void learn(Xsk *x, uint32_t ip, const uint8_t *mac) {
 }
 
 /* ------------------------------------------------------------------ receiving */
+static inline int64_t queue_of(uint64_t addr) {
+    return (int64_t)(addr / FRAME_SIZE - TX_FRAMES) / RX_FRAMES;
+}
+
+/* the RX frames the Io's ring held, back to their queues' fill rings (each ring holds all of its
+ * queue's frames, so there is always room for those taken out) */
 static void recycle_rx(Xsk *x) {
     if (!x->nheld) return;
-    uint32_t idx;
-    /* the fill ring holds every RX frame, so there is always room for those taken out */
-    xsk_ring_prod__reserve(&x->fill, (uint32_t)x->nheld, &idx);
-    for (int64_t i = 0; i < x->nheld; i++) *xsk_ring_prod__fill_addr(&x->fill, idx + (uint32_t)i) = x->held[i];
-    xsk_ring_prod__submit(&x->fill, (uint32_t)x->nheld);
+    for (int64_t q = 0; q < x->nq; q++) {
+        uint32_t n = 0, idx;
+        for (int64_t i = 0; i < x->nheld; i++) n += queue_of(x->held[i]) == q;
+        if (!n) continue;
+        xsk_ring_prod__reserve(&x->q[q].fill, n, &idx);
+        for (int64_t i = 0; i < x->nheld; i++)
+            if (queue_of(x->held[i]) == q) *xsk_ring_prod__fill_addr(&x->q[q].fill, idx++) = x->held[i];
+        xsk_ring_prod__submit(&x->q[q].fill, n);
+    }
     x->nheld = 0;
 }
 
-/* What reached the kernel socket instead: datagrams from another queue of the interface (the
- * program hands the socket only its own queue's; on a NIC that spreads flows over queues,
- * steer the INA port to one, e.g. ethtool -N <if> flow-type udp4 dst-port <port> action 0) or
- * from the host itself. Read into the Io's ring slots [first, first + most), as udp.c's own
+/* What reached the kernel socket instead: datagrams of a queue no socket serves (one added after
+ * the sockets opened, or past MAX_QUEUES) or from the host itself. Read into the Io's ring slots [first, first + most), as udp.c's own
  * reading would: how many, or -errno. */
 static int kernel_recv(Xsk *x, Io *io, uint32_t first, uint32_t most) {
     for (uint32_t i = first; i < first + most; i++) {
@@ -233,48 +283,62 @@ static int kernel_recv(Xsk *x, Io *io, uint32_t first, uint32_t most) {
     return r;
 }
 
+/* what the queues' RX rings hold, from queue ``x->next_q`` on, into the Io's ring slots
+ * [first, first + room): how many */
+static uint32_t take_rx(Xsk *x, Io *io, uint32_t first, uint32_t room) {
+    uint32_t got = 0;
+    for (int64_t k = 0; k < x->nq && got < room; k++) {
+        Queue *q = &x->q[(x->next_q + k) % x->nq];
+        uint32_t idx, n = xsk_ring_cons__peek(&q->rx, room - got, &idx);
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t i = first + got + j;
+            const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + j);
+            uint8_t *p = xsk_umem__get_data(x->area, xsk_umem__add_offset_to_addr(d->addr));
+            x->held[x->nheld++] = xsk_umem__extract_addr(d->addr);
+            int64_t len = 0;
+            /* the program let through IPv4 without options to our port only; the lengths are
+             * the datagram's (a frame may carry Ethernet padding) */
+            if (d->len >= ETH_IP_UDP) {
+                int64_t udp = be16(p + 38) - 8;
+                len = udp >= 0 && udp <= (int64_t)d->len - ETH_IP_UDP ? udp : 0;
+                uint32_t src;
+                memcpy(&src, p + 26, 4);
+                if (len) learn(x, src, p + 6);
+                memcpy(&io->rxnames[i].sin_port, p + 34, 2);
+                memcpy(&io->rxnames[i].sin_addr, p + 26, 4);
+            }
+            io->rxiov[i].iov_base = p + ETH_IP_UDP;
+            io->rxmsgs[i].msg_len = (unsigned)len;
+            io->rxmsgs[i].msg_hdr.msg_controllen = 0;
+        }
+        xsk_ring_cons__release(&q->rx, n);
+        got += n;
+    }
+    x->next_q = (x->next_q + 1) % x->nq;       /* no queue starves the others */
+    return got;
+}
+
 /* Io.bypass_fill: give the frames the ring held back, then read what is there into the Io's
  * ring (waiting up to ``wait`` s for something). How many were read, or -errno. */
 int ina_xsk_fill(void *bypass, void *io_, double wait) {
     Xsk *x = bypass;
     Io *io = io_;
     recycle_rx(x);
-    uint32_t idx;
-    uint32_t cap = io->cap < RING_SIZE ? (uint32_t)io->cap : RING_SIZE;
-    uint32_t n = xsk_ring_cons__peek(&x->rx, cap, &idx);
+    uint32_t cap = io->cap < RX_FRAMES ? (uint32_t)io->cap : RX_FRAMES;
+    uint32_t n = take_rx(x, io, 0, cap);
     int k = n < cap ? kernel_recv(x, io, n, cap - n) : 0;
     if (k < 0) return k;
     if (!n && !k && wait > 0) {
-        struct pollfd pfd[2] = {{x->fd, POLLIN, 0}, {x->kfd, POLLIN, 0}};
+        struct pollfd pfd[MAX_QUEUES + 1];
+        for (int64_t i = 0; i < x->nq; i++) pfd[i] = (struct pollfd){x->q[i].fd, POLLIN, 0};
+        pfd[x->nq] = (struct pollfd){x->kfd, POLLIN, 0};
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-        int p = ppoll(pfd, 2, &ts, NULL);
+        int p = ppoll(pfd, (nfds_t)(x->nq + 1), &ts, NULL);
         if (p < 0 && errno != EINTR) return -errno;
-        n = xsk_ring_cons__peek(&x->rx, cap, &idx);
+        n = take_rx(x, io, 0, cap);
         k = n < cap ? kernel_recv(x, io, n, cap - n) : 0;
         if (k < 0) return k;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
-        uint64_t addr = xsk_umem__extract_addr(d->addr);
-        uint8_t *p = xsk_umem__get_data(x->area, xsk_umem__add_offset_to_addr(d->addr));
-        x->held[x->nheld++] = addr;
-        int64_t len = 0;
-        /* the program let through IPv4 without options to our port only; the lengths are the
-         * datagram's (a frame may carry Ethernet padding) */
-        if (d->len >= ETH_IP_UDP) {
-            int64_t udp = be16(p + 38) - 8;
-            len = udp >= 0 && udp <= (int64_t)d->len - ETH_IP_UDP ? udp : 0;
-            uint32_t src;
-            memcpy(&src, p + 26, 4);
-            if (len) learn(x, src, p + 6);
-            memcpy(&io->rxnames[i].sin_port, p + 34, 2);
-            memcpy(&io->rxnames[i].sin_addr, p + 26, 4);
-        }
-        io->rxiov[i].iov_base = p + ETH_IP_UDP;
-        io->rxmsgs[i].msg_len = (unsigned)len;
-        io->rxmsgs[i].msg_hdr.msg_controllen = 0;
-    }
-    xsk_ring_cons__release(&x->rx, n);
     io->pos = 0;
     io->cnt = n + k;
     io->seg_off = 0;
@@ -284,9 +348,9 @@ int ina_xsk_fill(void *bypass, void *io_, double wait) {
 /* ------------------------------------------------------------------ sending */
 static void reap(Xsk *x) {
     uint32_t idx;
-    uint32_t n = xsk_ring_cons__peek(&x->comp, RING_SIZE, &idx);
-    for (uint32_t i = 0; i < n; i++) x->free_tx[x->nfree_tx++] = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
-    xsk_ring_cons__release(&x->comp, n);
+    uint32_t n = xsk_ring_cons__peek(&x->q[0].comp, TX_FRAMES, &idx);
+    for (uint32_t i = 0; i < n; i++) x->free_tx[x->nfree_tx++] = *xsk_ring_cons__comp_addr(&x->q[0].comp, idx + i);
+    xsk_ring_cons__release(&x->q[0].comp, n);
 }
 
 /* copy mode sends in the kick's system call, a budget of frames at a time */
@@ -294,9 +358,9 @@ static int kick(Xsk *x) {
     for (int tries = 0;; tries++) {
         x->kicks++;
         if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0) return 0;
-        if ((errno == EAGAIN || errno == EINTR) && tries < RING_SIZE) continue;    /* more than one budget */
+        if ((errno == EAGAIN || errno == EINTR) && tries < TX_FRAMES) continue;    /* more than one budget */
         if (errno == EAGAIN || errno == EBUSY || errno == ENOBUFS) {            /* the device is busy: a moment */
-            if (tries > RING_SIZE + 50) return 0;                  /* what is left goes with the next kick */
+            if (tries > TX_FRAMES + 50) return 0;                  /* what is left goes with the next kick */
             struct pollfd pfd = {x->fd, POLLOUT, 0};
             poll(&pfd, 1, 1);
             continue;
@@ -358,7 +422,7 @@ int ina_xsk_send(void *bypass, void *io_, const uint8_t *const *frames, const in
             if (!x->nfree_tx) { io->send_dropped++; i++; continue; }
         }
         uint32_t want = (uint32_t)(n - i < x->nfree_tx ? n - i : x->nfree_tx), idx;
-        uint32_t got = xsk_ring_prod__reserve(&x->tx, want, &idx);
+        uint32_t got = xsk_ring_prod__reserve(&x->q[0].tx, want, &idx);
         if (!got) { int r = kick(x); if (r) return r; continue; }
         uint32_t used = 0;
         for (; used < got && i < n; i++) {
@@ -373,13 +437,13 @@ int ina_xsk_send(void *bypass, void *io_, const uint8_t *const *frames, const in
             uint8_t *p = xsk_umem__get_data(x->area, addr);
             memcpy(p, f, (size_t)len);
             write_headers(x, io, p, mac, len);
-            struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + used++);
+            struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->q[0].tx, idx + used++);
             d->addr = addr;
             d->len = (uint32_t)len;
         }
         /* reserved but not used (kernel-sent or dropped frames): filled with none */
-        x->tx.cached_prod -= got - used;
-        xsk_ring_prod__submit(&x->tx, used);
+        x->q[0].tx.cached_prod -= got - used;
+        xsk_ring_prod__submit(&x->q[0].tx, used);
         if (used) {
             int r = kick(x);
             if (r) return r;

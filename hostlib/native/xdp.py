@@ -1,6 +1,6 @@
-"""AF_XDP for the native data path (xdp.c): :class:`XskPort`, an AF_XDP socket on one queue of
-an interface, that a :class:`~hostlib.native.udp.SocketRings` reads and sends through instead
-of its UDP socket.
+"""AF_XDP for the native data path (xdp.c): :class:`XskPort`, AF_XDP sockets on the receive
+queues of an interface (one each, on one UMEM), that a :class:`~hostlib.native.udp.SocketRings`
+reads and sends through instead of its UDP socket.
 
 xdp.c is a library of its own, built like the main one (the build cache, at first use) but
 linked against libxdp and libbpf (Debian: ``libxdp-dev``, ``libbpf-dev``), so that the main
@@ -26,8 +26,8 @@ MODES = {"auto": 0, "native": 1, "generic": 2}
 MODE_NAMES = {v: k for k, v in MODES.items()}
 # what ina_xsk_open was doing when it failed (its *stage)
 _STAGES = ("allocating", "finding the interface", "mapping the UMEM", "creating the UMEM",
-           "creating the XSKMAP", "loading the XDP program", "attaching the XDP program and binding the socket",
-           "adding the socket to the XSKMAP", "filling the fill ring")
+           "creating the XSKMAP", "loading the XDP program", "attaching the XDP program and binding queue 0",
+           "binding the other queues", "adding the sockets to the XSKMAP", "filling the fill rings")
 
 _P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
 _SIGNATURES: dict[str, tuple[list[Any], Any]] = {
@@ -78,14 +78,14 @@ def unavailable_reason() -> str | None:
 
 
 class XskPort:
-    """An AF_XDP socket on queue ``queue`` of ``interface`` for the INA datagrams to ``port``,
-    with its own XDP program (attached by a BPF link, gone when this closes or the process
-    ends). ``ip``/``mac``: the interface's; ``kernel_fd``: the UDP socket bound to (ip, port),
-    for datagrams to a peer whose MAC no frame has shown yet. ``mode``: "native" (XDP in the
-    driver, zero-copy where it supports it), "generic" (any interface) or "auto" (native, else
-    generic)."""
+    """AF_XDP sockets on the receive queues of ``interface`` (``queues`` of them, 0: all the
+    driver reports) for the INA datagrams to ``port``, with an XDP program of their own
+    (attached by a BPF link, gone when this closes or the process ends). ``ip``/``mac``: the
+    interface's; ``kernel_fd``: the UDP socket bound to (ip, port), for datagrams to a peer whose
+    MAC no frame has shown yet. ``mode``: "native" (XDP in the driver, zero-copy where it
+    supports it), "generic" (any interface) or "auto" (native, else generic)."""
 
-    def __init__(self, interface: str, queue: int, ip: bytes, mac: bytes, port: int, kernel_fd: int,
+    def __init__(self, interface: str, queues: int, ip: bytes, mac: bytes, port: int, kernel_fd: int,
                  mode: str = "auto") -> None:
         if mode not in MODES:
             raise ValueError(f"AF_XDP mode {mode!r}: expected one of {', '.join(MODES)}")
@@ -94,12 +94,12 @@ class XskPort:
             raise XdpUnavailable(reason)
         self.lib = _lib
         err, stage = ctypes.c_int64(), ctypes.c_int64()
-        self.handle = self.lib.ina_xsk_open(interface.encode(), queue, ip, mac, port, kernel_fd, MODES[mode],
+        self.handle = self.lib.ina_xsk_open(interface.encode(), queues, ip, mac, port, kernel_fd, MODES[mode],
                                             ctypes.byref(err), ctypes.byref(stage))
         if not self.handle:
-            raise XdpUnavailable(err.value, f"AF_XDP on {interface} queue {queue}: {_STAGES[stage.value]}: "
+            raise XdpUnavailable(err.value, f"AF_XDP on {interface}: {_STAGES[stage.value]}: "
                                             f"{os.strerror(err.value)}")
-        self.interface, self.queue = interface, queue
+        self.interface = interface
         self._send = self.lib.ina_xsk_send
 
     def attach(self, io: Any) -> None:
@@ -117,12 +117,12 @@ class XskPort:
 
     def info(self) -> dict[str, Any]:
         """The mode it got, whether zero-copy, datagrams sent through the kernel socket (no MAC
-        yet for their destination), TX kicks (system calls) and datagrams read from the kernel
-        socket (they arrived on another queue of the interface)."""
-        out = (ctypes.c_int64 * 5)()
+        yet for their destination), TX kicks (system calls), datagrams read from the kernel
+        socket (from a queue no socket serves) and the queues served."""
+        out = (ctypes.c_int64 * 6)()
         self.lib.ina_xsk_info(self.handle, out)
         return {"mode": MODE_NAMES[out[0]], "zerocopy": bool(out[1]), "kernel_sent": out[2], "kicks": out[3],
-                "kernel_received": out[4]}
+                "kernel_received": out[4], "queues": out[5]}
 
     def close(self) -> None:
         if self.handle:

@@ -120,14 +120,17 @@ def test_workers_and_ps_all_reduce_exactly_over_af_xdp(net: Star, mode: str) -> 
             tr.close()
 
 
-def test_datagrams_on_another_queue_come_through_the_kernel_socket() -> None:
-    """An interface of two queues: the XSK serves queue 0, and what the kernel spreads to queue 1
-    reaches the transport through its kernel socket; the all-reduce stays exact."""
+def test_every_receive_queue_has_a_socket() -> None:
+    """An interface of two queues: the kernel spreads the datagrams over both, and each queue's
+    AF_XDP socket (one UMEM) takes its share; none goes the kernel's way but a worker's first
+    window, sent before the PS's frames showed its MAC."""
     with _star("10.79.2", queues=2) as s:
         workers, ps, trs = _allreduce(s, ("xdp",) * 3, rounds=1)
+        infos = [tr.info() for tr in trs]
         for tr in trs:
             tr.close()
     assert ps.stats.completed == -(-N // K)
+    assert all(i["queues"] == 2 and i["kernel_received"] == 0 for i in infos)
 
 
 def test_the_python_cores_run_on_the_same_rings(net: Star) -> None:
