@@ -30,7 +30,7 @@
 
 #define FRAME_SIZE 2048
 #define TX_FRAMES 4096                    /* TX frames, and descriptors of the TX and completion rings */
-#define RX_FRAMES 2048                    /* per queue: its fill and RX rings hold as many */
+#define HELD_MAX 2048                     /* RX frames one fill of the Io's ring may hold */
 #define MAX_QUEUES 64
 #define NEIGHBOURS 256
 #define ETH_IP_UDP 42
@@ -52,7 +52,7 @@ typedef struct {
 typedef struct {
     struct xsk_umem *umem;
     Queue q[MAX_QUEUES];
-    int64_t nq, next_q;
+    int64_t nq, next_q, rx_frames;        /* rx_frames: per queue; its fill and RX rings hold as many */
     uint8_t *area;
     size_t area_size;
     int fd, map_fd, prog_fd, link_fd, kfd;  /* fd: queue 0's, which sends */
@@ -108,7 +108,7 @@ void ina_xsk_close(Xsk *x);
 static int open_queue(Xsk *x, const char *ifname, int64_t i, int64_t zerocopy) {
     Queue *q = &x->q[i];
     struct xsk_socket_config cfg = {
-        .rx_size = RX_FRAMES, .tx_size = i ? 0 : TX_FRAMES,
+        .rx_size = (uint32_t)x->rx_frames, .tx_size = i ? 0 : TX_FRAMES,
         .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
         .bind_flags = zerocopy ? XDP_ZEROCOPY : XDP_COPY,
     };
@@ -146,12 +146,14 @@ Xsk *ina_xsk_open(const char *ifname, int64_t queues, const uint8_t *ip, const u
     if (!ifindex) { r = -errno; goto fail; }
     x->nq = queues > 0 ? (queues > MAX_QUEUES ? MAX_QUEUES : queues) : rx_queues((int)kfd, ifname);
     x->free_tx = malloc(TX_FRAMES * sizeof(uint64_t));
-    x->held = malloc(RX_FRAMES * sizeof(uint64_t));
-    x->area_size = (size_t)(TX_FRAMES + x->nq * RX_FRAMES) * FRAME_SIZE;
+    /* 4 MiB of RX frames a queue, less where there are many (64 queues: 64 MiB in all) */
+    x->rx_frames = x->nq <= 4 ? 2048 : x->nq <= 16 ? 1024 : 512;
+    x->held = malloc(HELD_MAX * sizeof(uint64_t));
+    x->area_size = (size_t)(TX_FRAMES + x->nq * x->rx_frames) * FRAME_SIZE;
     x->area = mmap(NULL, x->area_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     *stage = 2;
     if (!x->free_tx || !x->held || x->area == MAP_FAILED) { x->area = x->area == MAP_FAILED ? NULL : x->area; r = -ENOMEM; goto fail; }
-    struct xsk_umem_config ucfg = {RX_FRAMES, TX_FRAMES, FRAME_SIZE, 0, 0};
+    struct xsk_umem_config ucfg = {(uint32_t)x->rx_frames, TX_FRAMES, FRAME_SIZE, 0, 0};
     *stage = 3;
     if ((r = xsk_umem__create(&x->umem, x->area, x->area_size, &x->q[0].fill, &x->q[0].comp, &ucfg))) goto fail;
     *stage = 4;
@@ -195,10 +197,11 @@ Xsk *ina_xsk_open(const char *ifname, int64_t queues, const uint8_t *ip, const u
     *stage = 9;
     for (int64_t i = 0; i < x->nq; i++) {
         uint32_t idx;
-        if (xsk_ring_prod__reserve(&x->q[i].fill, RX_FRAMES, &idx) != RX_FRAMES) { r = -ENOMEM; goto fail; }
-        for (uint32_t f = 0; f < RX_FRAMES; f++)
-            *xsk_ring_prod__fill_addr(&x->q[i].fill, idx + f) = (uint64_t)(TX_FRAMES + i * RX_FRAMES + f) * FRAME_SIZE;
-        xsk_ring_prod__submit(&x->q[i].fill, RX_FRAMES);
+        uint32_t n = (uint32_t)x->rx_frames;
+        if (xsk_ring_prod__reserve(&x->q[i].fill, n, &idx) != n) { r = -ENOMEM; goto fail; }
+        for (uint32_t f = 0; f < n; f++)
+            *xsk_ring_prod__fill_addr(&x->q[i].fill, idx + f) = (uint64_t)(TX_FRAMES + i * n + f) * FRAME_SIZE;
+        xsk_ring_prod__submit(&x->q[i].fill, n);
     }
     for (int64_t i = 0; i < TX_FRAMES; i++) x->free_tx[i] = (uint64_t)i * FRAME_SIZE;
     x->nfree_tx = TX_FRAMES;
@@ -247,8 +250,8 @@ static void learn(Xsk *x, uint32_t ip, const uint8_t *mac) {
 }
 
 /* ------------------------------------------------------------------ receiving */
-static inline int64_t queue_of(uint64_t addr) {
-    return (int64_t)(addr / FRAME_SIZE - TX_FRAMES) / RX_FRAMES;
+static inline int64_t queue_of(const Xsk *x, uint64_t addr) {
+    return (int64_t)(addr / FRAME_SIZE - TX_FRAMES) / x->rx_frames;
 }
 
 /* the RX frames the Io's ring held, back to their queues' fill rings (each ring holds all of its
@@ -257,11 +260,11 @@ static void recycle_rx(Xsk *x) {
     if (!x->nheld) return;
     for (int64_t q = 0; q < x->nq; q++) {
         uint32_t n = 0, idx;
-        for (int64_t i = 0; i < x->nheld; i++) n += queue_of(x->held[i]) == q;
+        for (int64_t i = 0; i < x->nheld; i++) n += queue_of(x, x->held[i]) == q;
         if (!n) continue;
         xsk_ring_prod__reserve(&x->q[q].fill, n, &idx);
         for (int64_t i = 0; i < x->nheld; i++)
-            if (queue_of(x->held[i]) == q) *xsk_ring_prod__fill_addr(&x->q[q].fill, idx++) = x->held[i];
+            if (queue_of(x, x->held[i]) == q) *xsk_ring_prod__fill_addr(&x->q[q].fill, idx++) = x->held[i];
         xsk_ring_prod__submit(&x->q[q].fill, n);
     }
     x->nheld = 0;
@@ -324,7 +327,7 @@ int ina_xsk_fill(void *bypass, void *io_, double wait) {
     Xsk *x = bypass;
     Io *io = io_;
     recycle_rx(x);
-    uint32_t cap = io->cap < RX_FRAMES ? (uint32_t)io->cap : RX_FRAMES;
+    uint32_t cap = io->cap < HELD_MAX ? (uint32_t)io->cap : HELD_MAX;
     uint32_t n = take_rx(x, io, 0, cap);
     int k = n < cap ? kernel_recv(x, io, n, cap - n) : 0;
     if (k < 0) return k;
