@@ -1,7 +1,7 @@
 """Network namespaces of our own for the host-only benchmarks and their tests (root only): a
 veth pair between two namespaces, or a star of namespaces around a Linux bridge, each host with
-an interface of its own (what AF_XDP needs: one socket per interface queue). Everything made
-here is deleted on exit; nothing outside these namespaces is touched."""
+an interface of its own (what AF_XDP needs: an agent's sockets take all its interface's queues).
+Everything made here is deleted on exit; nothing outside these namespaces is touched."""
 from __future__ import annotations
 
 import ctypes

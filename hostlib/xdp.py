@@ -182,7 +182,7 @@ def open_transport(ip: str, port: int = INA_UDP_PORT, lanes: int = 64, dst_port:
     shard = kwargs.get("shard")
     if io != "socket":
         reason = ("AF_XDP does not run on loopback" if ip.startswith("127.")
-                  else "AF_XDP takes one socket per interface queue: no sharding over threads"
+                  else "AF_XDP serves an interface from one thread: no sharding over threads"
                   if shard is not None and shard[1] > 1 else unavailable_reason())
         if reason is None:
             try:
