@@ -420,12 +420,18 @@ class UdpTransport:
             raise OSError("sendmmsg/recvmmsg are not available here")
 
     # ------------------------------------------------------------------ sending
-    def send(self, frame: bytes) -> None:
+    def _ina_end(self, frame: bytes) -> int:
+        """Where ``frame``'s INA datagram ends (a longer frame is cut there); ProtocolError for a
+        frame that cannot carry one."""
         end = ETH_IP_UDP_LEN + self._payload_len
         if len(frame) == ETH_IP_UDP_LEN + HEADER_LEN and is_query(frame[43], frame[46] << 8 | frame[47]):
             end = len(frame)                     # the PS's query: the INA header alone
         if len(frame) < end or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
             raise ProtocolError("not an option-less IPv4 frame long enough for INA")
+        return end
+
+    def send(self, frame: bytes) -> None:
+        end = self._ina_end(frame)
         addr = self._dst.get(frame[30:34])
         if addr is None:
             addr = self._dst[frame[30:34]] = (socket.inet_ntoa(frame[30:34]), self.dst_port)

@@ -582,12 +582,13 @@ class ParameterServer:
                         first_copy: bool = False) -> list[bytes]:
         if (e.net_bitmap | e.resend_bitmap if e.resend else e.net_bitmap) != mask:
             return []
-        if first_copy and e.attempts and not e.resend:
-            # completed by a first copy after all, not by anything a recovery brought (those are
-            # marked: RESEND, a result copy, a drain): the timeout fired early, and this time is
-            # unambiguous, Karn's rule notwithstanding. Without the sample, copies that always
-            # come later than the timeout (a loaded host, a slower path) make every entry time
-            # out, and the timeout never learns it
+        unasked = e.attempts == 0 and not e.resend
+        if unasked or (first_copy and not e.resend):
+            # the entry timeout's sample. A recovery came first (Karn's rule), but a first copy
+            # completed it, not anything the recovery brought (those are marked: RESEND, a result
+            # copy, a drain): the timeout fired early, and this time is unambiguous. Without it,
+            # copies that always come later than the timeout (a loaded host, a slower path) make
+            # every entry time out, and the timeout never learns it
             self.timeout.sample(now - e.created)
         stand_ins = [w for w in e.resend if not e.net_bitmap >> w & 1]
         relay = job.relay_node(key[1])
@@ -598,8 +599,6 @@ class ParameterServer:
             self._completions.append((key, e, job))
             self._open.pop(key, None)
             self.stats.completed += 1
-            if e.attempts == 0 and not e.resend:
-                self.timeout.sample(now - e.created)
             receivers = job.round_workers(key[1])
             self.stats.results_sent += len(receivers)
             return [_Later(e.slot, w) for w in receivers]     # type: ignore[misc]
@@ -614,9 +613,7 @@ class ParameterServer:
         e.result, e.completed_at = total.astype(np.int32), now
         self._open.pop(key, None)
         self.stats.completed += 1
-        if e.attempts == 0 and not e.resend:
-            self.timeout.sample(now - e.created)
-        elif e.recovered_at < 0 and e.first_resend >= 0:
+        if not unasked and e.recovered_at < 0 and e.first_resend >= 0:
             self.resend_spread.sample(now - e.first_resend)     # resends completed it unasked
         if relay:
             # one frame for the PS's link, replicated by the node: at 5 % loss in the emulation

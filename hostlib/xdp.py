@@ -26,7 +26,7 @@ from .drivers import UdpTransport
 from .native import udp as native_udp_io
 from .native.library import NativeUnavailable
 from .native.xdp import XdpUnavailable, XskPort, unavailable_reason
-from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, ProtocolError
+from .protocol import INA_UDP_PORT
 
 log = logging.getLogger("hostlib.xdp")
 
@@ -81,14 +81,8 @@ class XdpTransport(UdpTransport):
         except BaseException:
             self.close()
             raise
-        self._full_len = ETH_IP_UDP_LEN + self._payload_len
 
     # ------------------------------------------------------------------ sending
-    def _check(self, frame: bytes) -> None:
-        end = self._full_len if len(frame) != ETH_IP_UDP_LEN + HEADER_LEN else len(frame)
-        if len(frame) < end or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
-            raise ProtocolError("not an option-less IPv4 frame long enough for INA")
-
     def send(self, frame: bytes) -> None:
         XdpTransport.send_many(self, [frame])         # not a subclass's: it would count the frame again
 
@@ -96,10 +90,8 @@ class XdpTransport(UdpTransport):
         frames = frames if isinstance(frames, list) else list(frames)
         if not frames:
             return
-        for f in frames:
-            self._check(f)
-        # a frame longer than an INA one goes out cut to it, as through the socket
-        frames = [f[:self._full_len] if len(f) > self._full_len else f for f in frames]
+        # as through the socket: checked, and a frame longer than an INA one cut to it
+        frames = [f if len(f) == (end := self._ina_end(f)) else f[:end] for f in frames]
         io = self._rings.io
         dropped = io.send_dropped
         r = self.xsk.send(self._rings.handle, frames)

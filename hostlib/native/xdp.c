@@ -356,19 +356,22 @@ static void reap(Xsk *x) {
     xsk_ring_cons__release(&x->q[0].comp, n);
 }
 
-/* copy mode sends in the kick's system call, a budget of frames at a time */
+/* copy mode sends in the kick's system call, a budget of frames at a time: EAGAIN after the
+ * kernel took descriptors means more than one budget was queued (kick again at once); without
+ * progress the device is busy (wait a moment, up to 50 times; what is left goes with the next
+ * kick) */
 static int kick(Xsk *x) {
-    for (int tries = 0;; tries++) {
+    uint32_t taken = __atomic_load_n(x->q[0].tx.consumer, __ATOMIC_ACQUIRE);
+    for (int waits = 0;;) {
         x->kicks++;
         if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0) return 0;
-        if ((errno == EAGAIN || errno == EINTR) && tries < TX_FRAMES) continue;    /* more than one budget */
-        if (errno == EAGAIN || errno == EBUSY || errno == ENOBUFS) {            /* the device is busy: a moment */
-            if (tries > TX_FRAMES + 50) return 0;                  /* what is left goes with the next kick */
-            struct pollfd pfd = {x->fd, POLLOUT, 0};
-            poll(&pfd, 1, 1);
-            continue;
-        }
-        return -errno;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) return -errno;
+        uint32_t now = __atomic_load_n(x->q[0].tx.consumer, __ATOMIC_ACQUIRE);
+        if (now != taken) { taken = now; continue; }
+        if (++waits > 50) return 0;
+        struct pollfd pfd = {x->fd, POLLOUT, 0};
+        poll(&pfd, 1, 1);
     }
 }
 
