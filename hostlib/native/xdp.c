@@ -167,7 +167,10 @@ Xsk *ina_xsk_open(const char *ifname, int64_t queues, const uint8_t *ip, const u
     for (int64_t m = mode == MODE_GENERIC ? MODE_GENERIC : MODE_NATIVE; m <= MODE_GENERIC; m++) {
         if (mode != MODE_AUTO && m != mode) continue;
         LIBBPF_OPTS(bpf_link_create_opts, lopts, .flags = m == MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
-        x->link_fd = bpf_link_create(x->prog_fd, ifindex, BPF_XDP, &lopts);
+        /* EBUSY: a program still attached, maybe one of ours whose link was just closed (the
+         * kernel may detach it a moment later); give that moment */
+        for (int t = 0; (x->link_fd = bpf_link_create(x->prog_fd, ifindex, BPF_XDP, &lopts)) == -EBUSY && t < 100; t++)
+            usleep(2000);
         if (x->link_fd < 0) { r = x->link_fd; continue; }
         /* zero-copy needs the driver's support; copy mode works everywhere */
         r = m == MODE_NATIVE && open_queue(x, ifname, 0, 1) == 0 ? 0 : open_queue(x, ifname, 0, 0);
