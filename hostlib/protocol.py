@@ -230,7 +230,7 @@ def frame_fields(frame: bytes, lanes: int = DEFAULT_LANES) -> tuple[int, ...]:
     if vb >> 4 != INA_VERSION:
         raise ProtocolError(f"INA version {vb >> 4}, this host speaks {INA_VERSION}")
     have = len(frame) - off - HEADER_LEN
-    if have < 4 * lanes and not (have == 0 and is_query(fields[0], fields[2])):
+    if have < 4 * lanes and not (have == 0 and is_header_only(fields[0], fields[2], fields[7])):
         raise ProtocolError(f"payload has {max(0, have)} bytes, {lanes} lanes need {4 * lanes}")
     fields.append(off + HEADER_LEN)
     return tuple(fields)
@@ -242,12 +242,24 @@ def is_query(flags: int, node_id: int) -> bool:
     return bool(flags & Flags.REMINDER) and not flags & Flags.PREEMPTED and node_id == 0
 
 
-def build_query(header: InaHeader, *, src_ip: str, dst_ip: str, src_mac: str | int = 0,
-                dst_mac: str | int = 0) -> bytes:
-    """The PS's query (``header`` must be one, :func:`is_query`): the INA header without lanes,
-    a fifth of a 64-lane frame on the PS's link, which recovery under loss keeps busy."""
-    if not is_query(int(header.flags), header.node_id):
-        raise ValueError("only a query (REMINDER, node 0) goes without lanes")
+def is_ask(flags: int, count: int) -> bool:
+    """Whether a header is a worker's *ask* (RESEND without RESULT, count 0): its fragment's
+    result is overdue, and the PS holds its contribution or queries it (docs/protocol.md)."""
+    return flags & (Flags.RESEND | Flags.RESULT) == Flags.RESEND and count == 0
+
+
+def is_header_only(flags: int, node_id: int, count: int) -> bool:
+    """Whether a header goes without lanes: a query or an ask."""
+    return is_query(flags, node_id) or is_ask(flags, count)
+
+
+def build_header_only(header: InaHeader, *, src_ip: str, dst_ip: str, src_mac: str | int = 0,
+                      dst_mac: str | int = 0) -> bytes:
+    """A query or an ask (``header`` must be one, :func:`is_header_only`): the INA header
+    without lanes, a fifth of a 64-lane frame on the PS's link, which recovery under loss keeps
+    busy."""
+    if not is_header_only(int(header.flags), header.node_id, header.count):
+        raise ValueError("only a query (REMINDER, node 0) or an ask (RESEND, count 0) goes without lanes")
     payload = header.pack()
     return frame_prefix(src_ip, dst_ip, src_mac, dst_mac, INA_UDP_PORT, 64, len(payload)) + payload
 

@@ -2,7 +2,8 @@
 
 It receives everything the switches did not finish — plain fragments (node 0 plans), COLLISION
 fallbacks, PREEMPTED partials, partials and complete aggregates a level sends to the PS,
-REMINDER drains and workers' RESEND retransmissions — and completes each (job, sub-model,
+REMINDER drains, workers' asks (header-only RESENDs: a result is overdue) and their answers to
+its queries — and completes each (job, sub-model,
 fragment) exactly, then unicasts the RESULT to every worker of the job (or, where a node of the
 job multicasts to all of them, once through that node: ``JobConfig.result_via``).
 
@@ -14,8 +15,8 @@ channels:
   into a partial, swap out, drain — and never copy (only complete RESULTs are multicast). So the
   network-channel packets the PS receives for a key carry pairwise disjoint bitmaps, each worker
   at most once, whatever was lost;
-* the *resend* channel: RESENDs and answers to the PS's queries, each the exact value of one
-  worker's own contribution, possibly several identical copies.
+* the *resend* channel: answers to the PS's queries (and RETRYs a switch turned into RESENDs),
+  each the exact value of one worker's own contribution, possibly several identical copies.
 
 The PS keeps them apart: ``net_sum``/``net_bitmap`` for the first, one stored copy per worker
 for the second, and the result is ``net_sum + Σ resend[w] for w ∉ net_bitmap``. Each worker
@@ -28,19 +29,19 @@ packet (a late drain) is then ignored. A network packet overlapping ``net_bitmap
 token argument rules out, but a duplicating network could produce) is dropped whole: it cannot
 be split, and the query fallback below still completes the fragment.
 
-Liveness (ESA §5.3): the first RESEND of an incomplete entry and each of its timeouts (RTO
+Liveness (ESA §5.3): an ask for an incomplete entry and each of its timeouts (RTO
 estimator with a floor and capped exponential backoff, ESA §6) *recover* it: REMINDERs to the
 aggregation nodes of its sub-model drain their partials (case 1), and *queries* to the workers it
 lacks (a REMINDER with node 0 sent to the worker) are answered with the worker's copy of the
 result if it holds one — the PS adopts it and passes it on (case 2: a result multicast that some
-workers lost after the switch freed its aggregator) — else with the worker's contribution. A
-RESEND for an already complete fragment is answered with the RESULT. Completing through resend
+workers lost after the switch freed its aggregator) — else with the worker's contribution. An
+ask (or a RESEND) for an already complete fragment is answered with the RESULT. Completing through resend
 copies may leave a partial in a switch; one clean-up REMINDER drains it unless a recovery
 reminded the nodes already (the drain is then ignored).
 
 Rounds. Entries are keyed (job, round, sub-model, fragment). A job's workers are at most one
 round apart (a worker starts round r+1 only once it holds every result of round r), so the PS
-keeps the newest round it has seen and the one before — to serve a RESEND of a worker that lost a
+keeps the newest round it has seen and the one before — to serve an ask of a worker that lost a
 result of round r while others already sent round r+1 — and drops entries and packets of older
 rounds.
 """
@@ -52,7 +53,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
-                       InaHeader, ProtocolError, build_frame, build_query, frame_fields, frame_lanes, frame_prefix,
+                       InaHeader, ProtocolError, build_frame, build_header_only, frame_fields, frame_lanes, frame_prefix,
                        frame_records, pack_header)
 from .rto import RETRY_MIN, RtoEstimator
 
@@ -139,6 +140,8 @@ class Entry:
     net_sum: np.ndarray | None = None      # None until the first network packet (one copy, no zeros + add)
     net_bitmap: int = 0
     resend: dict[int, np.ndarray] = field(default_factory=dict)
+    asked: int = 0                 # the workers whose asks came (their bitmap)
+    sent_to: int = 0               # the workers a result copy was passed on to (their bitmap)
     overflow: bool = False
     attempts: int = 0              # timeouts so far
     reminded: bool = False         # a RESEND arrived: the deadline was brought forward to the grace
@@ -201,7 +204,7 @@ _FIRST_COPIES = ("plain", "partial", "collision")     # first copies in their wo
 
 def _kind(flags: int, count: int) -> str:
     if flags & _RESEND:
-        return "result_copy" if flags & _RESULT else "resend"
+        return "result_copy" if flags & _RESULT else "resend" if count else "ask"
     if flags & _PREEMPTED:
         return "drained" if flags & _REMINDER else "preempted"
     if flags & (_REMINDER | _RELAY):
@@ -371,7 +374,7 @@ class ParameterServer:
         self.stats.count(kind)
         if kind == "reminder":
             return []                     # one of ours that came back: nothing to add
-        from_worker = kind in ("resend", "result_copy")
+        from_worker = kind in ("resend", "result_copy", "ask")
         if from_worker and worker not in job.workers:
             self.stats.count("unknown_worker")
             return []
@@ -393,6 +396,8 @@ class ParameterServer:
             self._on_reply(e, now)
         if kind == "resend":
             return self._on_resend(key, e, job, worker, lanes, now)
+        if kind == "ask":
+            return self._on_ask(key, e, job, worker, now)
         if kind == "result_copy":
             return self._on_result_copy(key, e, job, worker, flags, lanes, now)
         if kind == "drained" and bitmap == mask and not e.net_bitmap:
@@ -457,23 +462,7 @@ class ParameterServer:
     def _on_resend(self, key: Key, e: Entry, job: JobConfig, worker: int,
                    lanes: np.ndarray, now: float) -> list[bytes]:
         if e.result is not None:
-            if self.query_rtt.srtt is not None and now - e.completed_at < self.query_rtt.srtt:
-                # sent before the result could have reached the worker: it crossed the result,
-                # which is on its way (a lost one is asked for again). Answering such RESENDs was
-                # three in four of ATP's resent results at 1 % loss, each a frame on the PS's
-                # link (twin of bench_loss.py, window 10, 3 seeds: rounds 1.34x -> 1.25x)
-                self.stats.count("crossed")
-                return []
-            # the worker lost the result (or the PS's copy of it): serve it again
-            self.stats.results_resent += 1
-            if e.relay_state >= 0 and worker != e.relay_state:
-                # a second worker lacks a relayed result: the relay itself was probably lost
-                # before the node, and every worker lacks it
-                e.relay_state = -2
-                return [self._relay(key, e, job, job.relay_node(key[1]))]
-            if e.relay_state == -1:
-                e.relay_state = worker
-            return [self._result_frame(key, e, worker, job)]
+            return self._serve(key, e, job, worker, now)
         again = worker in e.resend
         if not again and e.recoveries == 1 and e.reminded_for >> worker & 1:
             self.query_rtt.sample(now - e.recovered_at)
@@ -502,6 +491,45 @@ class ParameterServer:
             out += self._recover(key, e, job, now)
         return out
 
+    def _serve(self, key: Key, e: Entry, job: JobConfig, worker: int, now: float) -> list[bytes]:
+        """A RESEND or an ask of a complete fragment: its worker lacks the result."""
+        if e.sent_to >> worker & 1 and now - e.completed_at < self.answer_rtt.rto:
+            # the worker was sent the result copy that completed the entry, and its answer to a
+            # query we sent with the one that brought the copy crossed it
+            self.stats.count("crossed")
+            return []
+        if self.query_rtt.srtt is not None and now - e.completed_at < self.query_rtt.srtt:
+            # sent before the result could have reached the worker: it crossed the result,
+            # which is on its way (a lost one is asked for again). Answering such RESENDs was
+            # three in four of ATP's resent results at 1 % loss, each a frame on the PS's
+            # link (twin of bench_loss.py, window 10, 3 seeds: rounds 1.34x -> 1.25x)
+            self.stats.count("crossed")
+            return []
+        # the worker lost the result (or the PS's copy of it): serve it again
+        self.stats.results_resent += 1
+        if e.relay_state >= 0 and worker != e.relay_state:
+            # a second worker lacks a relayed result: the relay itself was probably lost
+            # before the node, and every worker lacks it
+            e.relay_state = -2
+            return [self._relay(key, e, job, job.relay_node(key[1]))]
+        if e.relay_state == -1:
+            e.relay_state = worker
+        return [self._result_frame(key, e, worker, job)]
+
+    def _on_ask(self, key: Key, e: Entry, job: JobConfig, worker: int, now: float) -> list[bytes]:
+        """A worker's ask: its result of this fragment is overdue. Served like a RESEND where
+        the fragment is complete; else the fragment is recovered now (reminders, and queries to
+        the workers it lacks, the asker too if its copy never came), unless a recovery went out
+        less than an answer round trip ago."""
+        if e.result is not None:
+            return self._serve(key, e, job, worker, now)
+        again = e.asked >> worker & 1
+        e.asked |= 1 << worker
+        if e.recoveries == 0 or (again and now - e.recovered_at >= self.answer_rtt.rto):
+            e.reminded = e.grace = True
+            e.deadline = now
+        return []
+
     def _on_result_copy(self, key: Key, e: Entry, job: JobConfig, worker: int, flags: int,
                         lanes: np.ndarray, now: float) -> list[bytes]:
         """A worker's copy of the complete result (its answer to a query): final, so it
@@ -517,8 +545,9 @@ class ParameterServer:
         # to the workers known to lack it: those that resent (or answered a query with their
         # contribution). The others got the switch's result or will answer their query with a
         # RESEND, which is answered with the result
-        out = [self._result_frame(key, e, w, job, payload) for w in job.round_workers(key[1])
-               if w != worker and w in e.resend]
+        receivers = [w for w in job.round_workers(key[1]) if w != worker and (w in e.resend or e.asked >> w & 1)]
+        e.sent_to = sum(1 << w for w in receivers)
+        out = [self._result_frame(key, e, w, job, payload) for w in receivers]
         self.stats.results_sent += len(out)
         return out
 
@@ -532,7 +561,9 @@ class ParameterServer:
         lacking = job.round_mask(key[1]) & ~(e.net_bitmap | e.resend_bitmap)
         missing = [w for w in sorted(job.round_workers(key[1])) if lacking >> w & 1]
         n_ask = 1 << (e.recoveries - 1)
-        if n_ask < len(missing) and e.net_bitmap == 0 and 0 < len(e.resend) < len(missing):
+        silent = [w for w in missing if not e.asked >> w & 1]
+        reporters = (e.resend_bitmap | e.asked).bit_count()
+        if n_ask < len(silent) and e.net_bitmap == 0 and 0 < reporters < len(silent):
             # fewer workers report the fragment lost than stay silent, and no switch sent any of
             # it here: most likely a switch multicast the result and only the reporters lost
             # their copies (case 2), so one holder's copy completes it. Query one silent worker
@@ -542,8 +573,12 @@ class ParameterServer:
             # recovery queries twice as many (a query or its answer is lost at random), not all at
             # once: at 5 % loss a second recovery queried 4.7 workers on average and one copy
             # completed it (twin, GOAT, 0.88 Mb/s, 5 seeds: 23.7 -> 22.1 s per round)
-            start = key[3] % len(missing)
-            missing = [missing[(start + i) % len(missing)] for i in range(n_ask)]
+            # The askers are queried too: an ask cannot say whether the asker lost the result or
+            # its own copy (then the drained partial still lacks it), and its answer costs what
+            # a RESEND with lanes would have, without a further round trip
+            start = key[3] % len(silent)
+            askers = [w for w in missing if e.asked >> w & 1]
+            missing = [silent[(start + i) % len(silent)] for i in range(n_ask)] + askers
         e.reminded_for |= lacking
         return self._reminders(key, job, job.nodes_to_remind(key[2], lacking)) + [
             self._query(key, w, job) for w in missing]
@@ -682,4 +717,4 @@ class ParameterServer:
         self.stats.queries += 1
         h = InaHeader(key[0], 0, key[2], key[3], worker, 0, 0, 0, 0, Flags.REMINDER, key[1])
         ip, mac = job.workers[worker]
-        return build_query(h, src_ip=self.ip, dst_ip=ip, src_mac=self.mac, dst_mac=self.gateway_mac or mac)
+        return build_header_only(h, src_ip=self.ip, dst_ip=ip, src_mac=self.mac, dst_mac=self.gateway_mac or mac)

@@ -5,9 +5,10 @@ the aggregation node, fan-in and priority the plan gave its sub-model, and sends
 PS through the fabric with a sliding window. Results (RESULT frames from a switch multicast or
 the PS) fill the output and slide the window. A fragment without a result after its timeout is
 retransmitted, twice to its aggregation node as a RETRY (docs/protocol.md rule 8: the node adds
-it to a partial still lacking it, or answers with the result it kept), then *to the PS* with
-RESEND, which no switch aggregates (ESA §5.3): with preemption a switch cannot tell a plain
-retransmission from a first copy, the PS can.
+it to a partial still lacking it, or answers with the result it kept), then *to the PS* as an
+ask: a RESEND without lanes, which no switch aggregates (ESA §5.3: with preemption a switch
+cannot tell a plain retransmission from a first copy, the PS can). The PS answers it with the
+result, or queries the contribution if it lacks it; the answer to a query carries the lanes.
 
 Drivers (hostlib.drivers) own the clock and the sockets: ``start``, ``on_frame`` and
 ``on_timer`` return the frames to send, ``next_deadline`` says when to call ``on_timer``.
@@ -19,17 +20,20 @@ round r, and keeps round r's contributions to answer the PS's queries for it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .agent import each_frame
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
-                       ProtocolError, build_frame, build_frames, decode_lanes, encode_fragments, fragment_layout,
+                       ProtocolError, build_frame, build_frames, build_header_only, decode_lanes, encode_fragments, fragment_layout,
                        frame_fields, frame_prefix, header_array, layer_order, send_order)
 from .rounds import Round
 from .rto import RETRY_MIN, RtoEstimator, smoothed
+from .worker_tuning import (ANSWER_BACKOFF, DEFAULT_WINDOW, DUPACK_THRESHOLD, FAST_RETRANSMIT_AFTER,  # noqa: F401
+                            LOSS_DETECTION, NODE_TRIES, NODE_TRIES_KEPT, RECOVERY_PER_WINDOW, STALE_AFTER)
 
 
 @dataclass(frozen=True)
@@ -44,56 +48,11 @@ class FragmentLabel:
     priority: int = 0
 
 
-# Later results of the same sub-model that make a missing one count as lost (ESA §5.3's dupACK).
-# One: a sub-model's fragments take one FIFO path each way and its results leave the aggregation
-# point in completion order, so a later fragment's result overtaking this one means this one's
-# copy (or result) was dropped. Three (TCP's) waited for two more results in a window shared by
-# interleaved sub-models: measured in-process at 1 % loss (GOAT, 6 workers) rounds went
-# 1.0 -> 0.15 simulated s with fewer resends (514 vs 777).
 UNBOUNDED_REACH = 1 << 40      # more fragments than any round has (an int: the native path copies it)
-FAST_RETRANSMIT_AFTER = 1
-# Worker(loss_detection=): "rack" (above, plus RACK deadlines and stale first copies presumed
-# lost: quick under random loss, benchmarks/bench_loss.py) or "dupack", ESA §5.3's: three later
-# results of the sub-model's path, else the timeout. Where switches reorder results by design
-# (preemption, a contended pool's collisions) an overtaken result is no loss: in the twin of
-# ESA §7.2 (3 jobs × 8 workers, 64 aggregators, 0.1 s jitter) "rack" resent 150,000 of ESA's
-# 234,000 fragments, mean JCT 5.41 s; "dupack" 24 fragments, 2.34 s. "timeout": the timeout
-# alone, for lossless runs whose switches reorder a sub-model's results all the time: sent
-# layer by layer, a job's fragments in flight are one sub-model's, which ESA's preemption
-# overtakes one another (twin, §7.2 on 16 servers, 3 jobs, 8 aggregators: "dupack" resent
-# 1,405-8,269 fragments per job and ESA's mean JCT was 9.2 s; "timeout" none, 3.70 s)
-LOSS_DETECTION, DUPACK_THRESHOLD = ("rack", "dupack", "timeout"), 3
 
 
 _RESULT, _REMINDER, _OVERFLOW = int(Flags.RESULT), int(Flags.REMINDER), int(Flags.OVERFLOW)
 _RELAY, _RETRY = int(Flags.RELAY), int(Flags.RETRY)
-
-# Retransmissions of a fragment that go to its aggregation node (RETRY, docs/protocol.md rule 8)
-# before the PS is asked. The node adds a lost first copy to its partial, or answers with the
-# result it kept; each RESEND to the PS instead costs the PS's link a frame and a peer a query
-# (and every worker resends when one copy is lost). bench_loss.py, GOAT at 5 % loss, 1.3 Mb/s:
-# 15.7 s rounds with none, 15.6 s with one, 12.8 s with two, 13.0 s with three.
-NODE_TRIES = 2
-# First copies awaiting a result per worker. Lossless rounds keep their links busy from 8 on; at
-# 5 % loss a recovery holds a slot for about two round trips, and 10 kept the links busier (twin
-# of bench_loss.py, 3 seeds: GOAT 1.97x -> 1.77x the lossless round, ATP 2.15x -> 1.92x; at 1 %
-# 1.15x -> 1.14x and 1.25x -> 1.25x once crossed RESENDs went unanswered, hostlib.ps). make
-# run-fattree keeps 8: lossless on a 2-core machine, 10 made its ARO and InArt rounds ~8 % slower
-# (spurious resends under CPU jitter), though its twin runs every scheme the same with either.
-DEFAULT_WINDOW = 10
-# Where the nodes keep their completed results (the v1model program, rule 8), a retry at the node
-# never goes unanswered for long: it completes the partial, gets the kept result, or turns into a
-# RESEND at the switch itself. Most retries there are duplicates — a peer's copy was lost and every
-# worker resends — and counting them towards the PS sent fragments to the PS's slow path while
-# their nodes still held them (twin of bench_loss.py, GOAT at 5 % loss, 3 seeds, with the stale
-# rule below: 9.70 s rounds with two tries at the node, 9.02 s with five).
-NODE_TRIES_KEPT = 5
-# A first copy unanswered after this many of its path's smoothed RTTs waits for a peer's
-# recovery (or its own) and is no longer on the wire: when the window is full it is presumed lost
-# (its slot freed, within the recovery bound) without waiting for a later result to show it. At
-# 5 % loss every second fragment waits so, and their slots held the links ~63 % busy (twin of
-# bench_loss.py, GOAT, 3 seeds: 10.94 -> 9.70 s rounds; lossless and 1 % unchanged).
-STALE_AFTER = 1.5
 
 
 # A one-pass encoder of a round's first copies: (values, sub-model sizes, scale bits, lanes,
@@ -183,7 +142,7 @@ class Worker:
         # each one beyond holds a slot again. Unbounded, a lossy round's recoveries piled up on
         # the PS's link faster than it could answer them (5 % loss, window 16, in
         # benchmarks/bench_loss.py: 13 s rounds, 41x the lossless one; bounded: 1.3 s)
-        self.recovery = window if recovery is None else recovery
+        self.recovery = RECOVERY_PER_WINDOW * window if recovery is None else recovery
         if self.recovery < 0:
             raise ValueError(f"recovery bound {self.recovery} must not be negative")
         # selective repeat: at most ``window`` fragments await a result, anywhere in
@@ -453,22 +412,21 @@ class Worker:
                 elif tries == 1 and self.retry_rtt.srtt is not None:      # the third try
                     timeout[idx] = min(self.retry_rtt.rto, self.rto.backoff(timeout[idx], floor=False))
                 else:
-                    # doubling, up to 4 measured answer times: a drop is random, so the next try
-                    # comes about when an answer would have. Capped at 4 RTOs (the floor: 0.2 s)
-                    # a fragment unlucky 6 times in a row waited ~0.8 s, and such tails set the
-                    # rounds (bench_loss.py, 5 % loss, window 16: 9.6x -> 4.2x the lossless
-                    # round). The answer time is the retry round trip (else the resend one), at
-                    # least the fastest path's srtt: an answer to an earlier try arriving just
-                    # after a later one is measured short. Before any answer was measured, 4
-                    # RTOs (4 floors at 1.1 Mb/s: a first round at 1 % loss resent 44,625
-                    # fragments)
+                    # doubling, up to ANSWER_BACKOFF measured answer times: a drop is random, so
+                    # the next try comes about when an answer would have. The answer time is the
+                    # retry round trip (else the resend one); the cap is at least the fastest
+                    # path's srtt, since an answer to an earlier try arriving just after a later
+                    # one is measured short. Before any answer was measured, 4 RTOs (4 floors at
+                    # 1.1 Mb/s: a first round at 1 % loss resent 44,625 fragments)
                     measured = self.retry_rtt if self.retry_rtt.srtt is not None else self.resend_rtt
-                    base = max(measured.rto, self._fastest_path()) if measured.srtt is not None else self.rto.rto
-                    cap = self.rto.max_backoff * base
+                    if measured.srtt is not None:
+                        cap = max(ANSWER_BACKOFF * measured.rto, self._fastest_path())
+                    else:
+                        cap = self.rto.max_backoff * self.rto.rto
                     if now - self._recovery_answered > self.rto.max_backoff * cap:
                         # no retransmitted fragment answered for 4 caps: not random drops but a
                         # congested path or a stuck PS, which more copies only congest further
-                        # (TCP backs off until an ACK comes). Capped at 4 answer times, a layered
+                        # (TCP backs off until an ACK comes). Capped at a few answer times, a layered
                         # ESA job's 20 unanswered fragments were each resent every 54 ms on a
                         # 1 Mb/s link, its queue grew without end and one round took 124 s
                         cap = self.rto.maximum
@@ -771,15 +729,19 @@ class Worker:
                            src_mac=self.mac, dst_mac=self.gateway_mac)
 
     def _resend(self, r: Round | None, idx: int, to_ps: bool = False) -> bytes:
-        """A retransmission of our contribution. The first ``node_tries`` of the current round's
-        go to the fragment's aggregation node as a RETRY (rule 8); later ones, and answers to the
-        PS's queries (``to_ps``), straight to the PS with RESEND and node 0, so no pinned
-        per-node route or aggregation applies."""
+        """A retransmission. The first ``node_tries`` of the current round's go to the fragment's
+        aggregation node as a RETRY of our contribution (rule 8); later ones to the PS as an ask
+        (RESEND, count 0, no lanes: the PS most often has the result or our copy already), and
+        answers to the PS's queries (``to_ps``) as a RESEND of our contribution. Both have node
+        0, so no pinned per-node route or aggregation applies."""
         assert r is not None
         node = r.node[r.sub[idx]]
         if node and not to_ps and r is self._cur and self._retransmitted[idx] <= self.node_tries:
             return build_frame(self._header(r, idx, node, Flags.RETRY), r.contribution(idx), src_ip=self.ip,
                                dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)
-        return build_frame(self._header(r, idx, 0, Flags.RESEND), r.contribution(idx), src_ip=self.ip,
-                           dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)
+        if to_ps:
+            return build_frame(self._header(r, idx, 0, Flags.RESEND), r.contribution(idx), src_ip=self.ip,
+                               dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)
+        h = replace(self._header(r, idx, 0, Flags.RESEND), count=0)
+        return build_header_only(h, src_ip=self.ip, dst_ip=self.ps_ip, src_mac=self.mac, dst_mac=self.gateway_mac)
 

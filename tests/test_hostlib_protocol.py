@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hostlib.protocol import (INT32_MAX, Flags, InaHeader, ProtocolError, build_frame, build_query, decode_lanes,
+from hostlib.protocol import (INT32_MAX, Flags, InaHeader, ProtocolError, build_frame, build_header_only, decode_lanes,
                               encode_lanes, parse_frame)
 
 
@@ -54,18 +54,24 @@ def test_frame_round_trip_and_ipv4_checksum() -> None:
         parse_frame(frame[:40])
 
 
-def test_a_query_goes_without_lanes() -> None:
-    """docs/protocol.md, header-only frames: the PS's query (REMINDER, node 0) is the INA header
-    alone (UDP length 32), read as zero lanes; no other frame may lack its lanes."""
+def test_a_query_and_an_ask_go_without_lanes() -> None:
+    """docs/protocol.md, header-only frames: the PS's query (REMINDER, node 0) and a worker's ask
+    (RESEND, count 0) are the INA header alone (UDP length 32), read as zero lanes; no other
+    frame may lack its lanes."""
     query = InaHeader(1, 0, 3, 7, 2, 0, 0, 0, 0, Flags.REMINDER, 5)
-    frame = build_query(query, src_ip="10.0.9.1", dst_ip="10.0.0.3")
-    assert len(frame) == 66 and frame[38:40] == (32).to_bytes(2, "big")
-    pkt = parse_frame(frame)
-    assert pkt.header == query and pkt.lanes.shape == (64,) and not pkt.lanes.any()
+    ask = InaHeader(1, 0, 3, 7, 2, 4, 0, 0, 1 << 2, Flags.RESEND, 5)
+    for header in (query, ask):
+        frame = build_header_only(header, src_ip="10.0.9.1", dst_ip="10.0.0.3")
+        assert len(frame) == 66 and frame[38:40] == (32).to_bytes(2, "big")
+        assert frame[16:18] == (52).to_bytes(2, "big")      # IPv4 total length
+        pkt = parse_frame(frame)
+        assert pkt.header == header and pkt.lanes.shape == (64,) and not pkt.lanes.any()
     drain = InaHeader(1, 9, 3, 7, 255, 0, 0, 0, 0, Flags.REMINDER | Flags.PREEMPTED, 5)
-    for header in (drain, InaHeader.for_worker(1, 9, 3, 7, 2, 4)):
+    result_copy = InaHeader(1, 0, 3, 7, 2, 4, 0, 0, 1 << 2, Flags.RESEND | Flags.RESULT, 5)
+    resend = InaHeader.for_worker(1, 0, 3, 7, 2, 4, flags=Flags.RESEND)
+    for header in (drain, result_copy, resend, InaHeader.for_worker(1, 9, 3, 7, 2, 4)):
         with pytest.raises(ValueError, match="only a query"):
-            build_query(header, src_ip="10.0.9.1", dst_ip="10.0.0.3")
+            build_header_only(header, src_ip="10.0.9.1", dst_ip="10.0.0.3")
         short = build_frame(header, np.zeros(0, np.int32), src_ip="10.0.9.1", dst_ip="10.0.0.3")
         with pytest.raises(ProtocolError, match="payload has 0 bytes"):
             parse_frame(short)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, MAX_WORKERS, WORKER_AGGREGATE, Flags
 from ..rto import RETRY_MIN
-from ..worker import FAST_RETRANSMIT_AFTER, STALE_AFTER
+from ..worker_tuning import ANSWER_BACKOFF, FAST_RETRANSMIT_AFTER, STALE_AFTER
 
 # what the C cores return for one frame (sans-IO calls)
 OK = 0
@@ -27,7 +27,7 @@ EV_GAP = 15          # PS: GAP_PY for the hand-off datagram
 
 # the C PS's counters, by index: ParameterServer.stats.received kinds
 KINDS = ("plain", "partial", "collision", "preempted", "drained", "switch_result", "reminder", "no_contribution",
-         "stale", "late", "overlap", "resend", "crossed")
+         "stale", "late", "overlap", "resend", "crossed", "ask")
 # the C PS's entry states (ina_ps_take, ina_ps_collect)
 ENTRY_OPEN, ENTRY_DONE, ENTRY_PYTHON = 1, 2, 3
 
@@ -43,7 +43,8 @@ def shared_constants() -> dict[str, int | float]:
         "WORKER_AGGREGATE": WORKER_AGGREGATE, "MAX_WORKERS": MAX_WORKERS,
     }
     out.update({f"F_{flag.name}": int(flag) for flag in Flags})
-    out.update(FAST_RETRANSMIT_AFTER=FAST_RETRANSMIT_AFTER, STALE_AFTER=STALE_AFTER, RETRY_MIN=RETRY_MIN)
+    out.update(FAST_RETRANSMIT_AFTER=FAST_RETRANSMIT_AFTER, STALE_AFTER=STALE_AFTER, RETRY_MIN=RETRY_MIN,
+               ANSWER_BACKOFF=ANSWER_BACKOFF)
     out.update(OK=OK, HANDOFF=HANDOFF, NEWROUND=NEWROUND, GAP_PY=GAP_PY)
     out.update(EV_DONE=EV_DONE, EV_POLL=EV_POLL, EV_TIMER=EV_TIMER, EV_FRAME=EV_FRAME, EV_NEWROUND=EV_NEWROUND,
                EV_GAP=EV_GAP)

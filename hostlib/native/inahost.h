@@ -103,15 +103,33 @@ static inline void rto_sample(Rto *r, double rtt) {
     r->has_srtt = 1;
 }
 
-/* hostlib.protocol.is_query: the PS's query to a worker (REMINDER, node 0, not a drain), the one
- * INA frame sent without lanes */
+/* hostlib.protocol.is_query: the PS's query to a worker (REMINDER, node 0, not a drain) */
 static inline int is_query(const uint8_t *p) {
     return (p[1] & F_REMINDER) && !(p[1] & F_PREEMPTED) && be16(p + 4) == 0;
 }
 
-/* a whole frame (sans-IO): hostlib's option-less layout, else the Python core's */
+/* hostlib.protocol.is_ask: a worker's ask (RESEND without RESULT, count 0) */
+static inline int is_ask(const uint8_t *p) { return (p[1] & (F_RESEND | F_RESULT)) == F_RESEND && p[14] == 0; }
+
+/* hostlib.protocol.is_header_only: the two INA frames sent without lanes; an INA payload's
+ * length, ``need`` for every other */
+static inline int is_header_only(const uint8_t *p) { return is_query(p) || is_ask(p); }
+static inline int64_t ina_len(const uint8_t *p, int64_t need) { return is_header_only(p) ? HDR : need; }
+
+/* an option-less IPv4 header's checksum (frame f, Ethernet first), computed afresh */
+static inline void ipv4_checksum(uint8_t *f) {
+    uint32_t sum = 0;
+    f[24] = f[25] = 0;
+    for (int i = 14; i < 34; i += 2) sum += (uint32_t)f[i] << 8 | f[i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    f[24] = (uint8_t)(~sum >> 8); f[25] = (uint8_t)~sum;
+}
+
+/* a whole frame (sans-IO): hostlib's option-less layout (its lanes, or a header-only frame's
+ * header), else the Python core's */
 static inline int fast_layout(const uint8_t *f, int64_t len, int64_t lanes) {
-    return len >= PREFIX + HDR + 4 * lanes && f[12] == 8 && f[13] == 0 && f[14] == 0x45 && f[23] == 17
+    return (len >= PREFIX + HDR + 4 * lanes || (len == PREFIX + HDR && is_header_only(f + PREFIX)))
+           && f[12] == 8 && f[13] == 0 && f[14] == 0x45 && f[23] == 17
            && be16(f + 36) == INA_UDP_PORT && (f[PREFIX] >> 4) == INA_VERSION;
 }
 

@@ -321,21 +321,21 @@ static void ps_complete(Ps *ps, Job *j, Table *t, Entry *e, double now) {
     ps->results_sent += j->nworkers;
 }
 
-/* ParameterServer._on_resend for an entry C completed: a worker lost its result (or the copy
- * of its contribution crossed the result on its way); OK, or HANDOFF for anything the Python
+/* ParameterServer._serve, a RESEND or an ask of an entry C completed: a worker lost its result
+ * (or its copy or ask crossed the result on its way); OK, or HANDOFF for anything the Python
  * core decides (an open or unknown entry: a recovery; a worker the job lacks) */
 static int ps_resend(Ps *ps, Job *j, const uint8_t *p, double now) {
-    int64_t worker = p[12], k = 0;
+    int64_t worker = p[12], k = 0, kind = is_ask(p) ? K_ASK : K_RESEND;
     while (k < j->nworkers && j->wid[k] != worker) k++;
     if (k == j->nworkers) return HANDOFF;
     int64_t rnd = be32(p + 20);
     if (!j->has_newest || rnd > j->newest) return NEWROUND;
-    if (rnd < j->newest - 1) { ps->counts[K_RESEND]++; ps->counts[K_STALE]++; return OK; }
+    if (rnd < j->newest - 1) { ps->counts[kind]++; ps->counts[K_STALE]++; return OK; }
     Table *t = find_table(ps, j->id, rnd, 0);
     Entry *e = t ? lookup(t, (uint64_t)be16(p + 6) << 32 | be32(p + 8)) : NULL;
     if (!e || e->state != E_DONE) return HANDOFF;
     if (ps->out_n + 1 > ps->out_cap) return -ENOBUFS;
-    ps->counts[K_RESEND]++;
+    ps->counts[kind]++;
     if (ps->query_srtt >= 0 && now - e->completed < ps->query_srtt) {
         ps->counts[K_CROSSED]++;    /* sent before the result could reach it: that is on its way */
         return OK;

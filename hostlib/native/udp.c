@@ -91,7 +91,7 @@ static int send_msgs(Io *io, int64_t nmsgs) {
 static inline uint64_t gso_key(const uint8_t *f) {
     uint32_t d;
     memcpy(&d, f + 30, 4);
-    return (uint64_t)d << 16 | be16(f + PREFIX + 6);
+    return (uint64_t)is_header_only(f + PREFIX) << 48 | (uint64_t)d << 16 | be16(f + PREFIX + 6);
 }
 
 #define GSO_GROUPS 256      /* groups per pass; more (sub-models x destinations): no GSO this pass */
@@ -121,12 +121,14 @@ static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
     for (int64_t i = 0; i < m; i++) io->txsorted[start[io->txgid[i]]++] = frames[i];
     for (int64_t i = 0; i < m; i++) {
         io->txiov[i].iov_base = (void *)(io->txsorted[i] + PREFIX);
-        io->txiov[i].iov_len = io->need;
+        io->txiov[i].iov_len = ina_len(io->txsorted[i] + PREFIX, io->need);
     }
-    /* one message per GSO_MAX datagrams of a group (64 KiB a send); the groups lie in order */
-    int64_t nmsgs = 0, most = 65000 / io->need < GSO_MAX ? 65000 / io->need : GSO_MAX;
+    /* one message per GSO_MAX datagrams of a group (64 KiB a send); the groups lie in order,
+     * header-only frames in groups of their own (one segment size per message) */
+    int64_t nmsgs = 0;
     for (int64_t g = 0, i = 0; g < nd; g++) {
         uint32_t d = (uint32_t)(key[g] >> 16);          /* the destination, as gso_key took it */
+        int64_t seg = key[g] >> 48 ? HDR : io->need, most = 65000 / seg < GSO_MAX ? 65000 / seg : GSO_MAX;
         for (int64_t end = i + cnt[g]; i < end;) {
             int64_t j = i + most < end ? i + most : end;
             struct sockaddr_in *a = &io->txnames[nmsgs];
@@ -141,8 +143,8 @@ static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
                 h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
                 struct cmsghdr *c = CMSG_FIRSTHDR(h);
                 c->cmsg_level = SOL_UDP; c->cmsg_type = UDP_SEGMENT; c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-                uint16_t seg = (uint16_t)io->need;
-                memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+                uint16_t size = (uint16_t)seg;
+                memcpy(CMSG_DATA(c), &size, sizeof(size));
             } else {
                 h->msg_control = NULL; h->msg_controllen = 0;
             }
@@ -161,7 +163,7 @@ static void one_msg(Io *io, int64_t i, const uint8_t *f) {
     a->sin_port = htons((uint16_t)io->dst_port);
     memcpy(&a->sin_addr, f + 30, 4);
     io->txiov[i].iov_base = (void *)(f + PREFIX);
-    io->txiov[i].iov_len = io->need;
+    io->txiov[i].iov_len = ina_len(f + PREFIX, io->need);
     struct msghdr *h = &io->txmsgs[i].msg_hdr;
     h->msg_name = a; h->msg_namelen = sizeof(*a);
     h->msg_iov = &io->txiov[i]; h->msg_iovlen = 1;
@@ -175,7 +177,7 @@ int ina_io_send(Io *io, const uint8_t *const *frames, int64_t n) {
     while (pos < n) {
         int64_t m = n - pos < io->txcap ? n - pos : io->txcap;
         io->tx_packets += m;
-        io->tx_bytes += m * io->frame_len;
+        for (int64_t i = 0; i < m; i++) io->tx_bytes += PREFIX + ina_len(frames[pos + i] + PREFIX, io->need);
         int r = io->bypass ? io->bypass_send(io->bypass, io, frames + pos, NULL, m)
                 : io->gso ? send_gso(io, frames + pos, m) : 1;
         if (r == 1) {                 /* one message per datagram */
@@ -246,10 +248,10 @@ static const uint8_t *io_next(Io *io) {
         io->seg_off = off + io->seg_size;
         if (io->seg_off >= total) { io->pos++; io->seg_off = 0; }
         const uint8_t *d = (const uint8_t *)io->rxiov[i].iov_base + off;
-        int query = len == HDR && is_query(d);     /* the PS's query: the INA header alone */
-        if ((len < io->need && !query) || (d[0] >> 4) != INA_VERSION) continue;
+        int header_only = len == HDR && is_header_only(d);     /* a query or an ask */
+        if ((len < io->need && !header_only) || (d[0] >> 4) != INA_VERSION) continue;
         io->rx_packets++;
-        io->rx_bytes += query ? PREFIX + HDR : io->frame_len;
+        io->rx_bytes += PREFIX + (header_only ? HDR : io->need);
         io->ho_data = d;
         io->ho_len = len;
         memcpy(io->ho_source, &io->rxnames[i].sin_port, 2);
@@ -264,7 +266,7 @@ static void io_unread(Io *io) {
     io->pos = io->last_pos;
     io->seg_off = io->last_off;
     io->rx_packets--;
-    io->rx_bytes -= io->frame_len;
+    io->rx_bytes -= PREFIX + (io->ho_len == HDR ? HDR : io->need);
 }
 
 /* The C loops' wait, at ``*now`` (s since t0): EV_TIMER when the deadline ``dl`` is due,

@@ -7,16 +7,21 @@ static inline void w_emit(Worker *w, const uint8_t *frame) { w->out[w->out_n++] 
 
 static void w_resend(Worker *w, int64_t idx) {
     /* Worker._resend of a first retransmission: the first copy flagged RETRY, to its node, if
-     * it has one and node_tries allows; else with node 0 and RESEND (count 1 and the own bitmap
-     * bit are already the first copy's) */
+     * it has one and node_tries allows; else an ask to the PS (node 0, RESEND, count 0; the own
+     * bitmap bit is already the first copy's) */
     uint8_t *fr = w->scratch + w->scratch_used * w->frame_len;
     w->scratch_used++;
     memcpy(fr, w->wire + idx * w->frame_len, w->frame_len);
     if (w->node_tries >= w->retx[idx] && be16(fr + PREFIX + 4) != 0) {
         fr[PREFIX + 1] = F_RETRY;
     } else {
+        /* an ask: the INA header alone, count 0 (the PS holds our copy or queries it) */
         fr[PREFIX + 1] = F_RESEND;
         put16(fr + PREFIX + 4, 0);
+        fr[PREFIX + 14] = 0;
+        put16(fr + 16, 20 + 8 + HDR);
+        put16(fr + 38, 8 + HDR);
+        ipv4_checksum(fr);
     }
     w_emit(w, fr);
 }
@@ -216,16 +221,16 @@ void ina_worker_timer(Worker *w, double now) {
             double retry = rto_value(&w->retry_rtt);
             w->timeout[e] = retry < backoff ? retry : backoff;
         } else {
-            /* doubling, up to max_backoff measured answer times (or RTOs before any), the RTO
-             * ceiling once no retransmission was answered for max_backoff such caps */
+            /* doubling, up to ANSWER_BACKOFF measured answer times (at least the fastest path's
+             * srtt; max_backoff RTOs before any), the RTO ceiling once no retransmission was
+             * answered for max_backoff such caps */
             const Rto *measured = w->retry_rtt.has_srtt ? &w->retry_rtt : &w->resend_rtt;
-            double base = rto_value(&w->rto);
+            double cap = w->rto.max_backoff * rto_value(&w->rto);
             if (measured->has_srtt) {
                 double fastest = w_fastest_path(w);
-                base = rto_value(measured);
-                if (fastest > base) base = fastest;
+                cap = ANSWER_BACKOFF * rto_value(measured);
+                if (fastest > cap) cap = fastest;
             }
-            double cap = w->rto.max_backoff * base;
             if (now - w->recovery_answered > w->rto.max_backoff * cap) cap = w->rto.maximum;
             double t = 2.0 * w->timeout[e];
             if (cap < t) t = cap;

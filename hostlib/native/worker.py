@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..agent import each_frame
-from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, ProtocolError, frame_fields
+from ..protocol import ETH_IP_UDP_LEN, HEADER_LEN, ProtocolError, frame_fields, is_ask
 from .constants import OK
 from .library import load, require
 from .structs import CRto, CWorker
@@ -221,7 +221,8 @@ class NativeWorker:
         n, fl = st.out_n, st.frame_len
         out = [ctypes.string_at(self.out[i], fl) for i in range(n)]
         st.out_n = st.scratch_used = 0
-        return out
+        # an ask lies in a whole frame's room: the INA header alone is the frame
+        return [f[:ETH_IP_UDP_LEN + HEADER_LEN] if is_ask(f[43], f[56]) else f for f in out]
 
     # ------------------------------------------------------------------ sans-IO agent
     def start(self, now: float) -> list[bytes]:

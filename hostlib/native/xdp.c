@@ -398,19 +398,15 @@ static void write_headers(const Xsk *x, const Io *io, uint8_t *p, const uint8_t 
     p[18] = p[19] = 0; p[20] = 0x40; p[21] = 0;           /* id 0, don't fragment */
     if (!p[22]) p[22] = 64;
     p[23] = IPPROTO_UDP;
-    p[24] = p[25] = 0;
     memcpy(p + 26, x->ip, 4);
-    uint32_t sum = 0;
-    for (int i = 14; i < 34; i += 2) sum += (uint32_t)p[i] << 8 | p[i + 1];
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    p[24] = (uint8_t)(~sum >> 8); p[25] = (uint8_t)~sum;
+    ipv4_checksum(p);
     memcpy(p + 34, &sport, 2);
     memcpy(p + 36, &dport, 2);
     memcpy(p + 38, &udp_len, 2);
     p[40] = p[41] = 0;
 }
 
-/* Io.bypass_send: ``n`` whole frames (``lens``: their lengths; NULL: each io->frame_len) to the
+/* Io.bypass_send: ``n`` whole frames (``lens``: their lengths; NULL: each its INA datagram's, ina_len) to the
  * IPv4 destination in each, UDP port io->dst_port. No TX frame free within 50 ms: the datagram
  * is lost like a network drop (io->send_dropped), as with a full socket buffer. 0, or -errno. */
 int ina_xsk_send(void *bypass, void *io_, const uint8_t *const *frames, const int64_t *lens, int64_t n) {
@@ -436,7 +432,7 @@ int ina_xsk_send(void *bypass, void *io_, const uint8_t *const *frames, const in
         uint32_t used = 0;
         for (; used < got && i < n; i++) {
             const uint8_t *f = frames[i];
-            int64_t len = lens ? lens[i] : io->frame_len;
+            int64_t len = lens ? lens[i] : PREFIX + ina_len(f + PREFIX, io->need);
             if (len < PREFIX || len > FRAME_SIZE) { io->send_dropped++; continue; }
             uint32_t dst;
             memcpy(&dst, f + 30, 4);

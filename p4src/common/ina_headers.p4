@@ -9,7 +9,8 @@ const bit<8>  IP_PROTO_UDP   = 17;
 const bit<16> INA_UDP_PORT   = 47100;
 const bit<4>  INA_VERSION    = 2;
 // UDP length of an INA frame without lanes (UDP 8 + INA header 24 bytes): the PS's query to a
-// worker. Switches parse no lanes of it and forward it as plain UDP (docs/protocol.md)
+// worker, a worker's ask to the PS. Switches parse no lanes of it and forward it as plain UDP
+// (docs/protocol.md)
 const bit<16> INA_HEADER_ONLY_UDP_LEN = 32;
 
 // flags

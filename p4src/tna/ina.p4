@@ -129,7 +129,7 @@ parser InaIngressParser(packet_in pkt, out ina_headers_t hdr, out ina_ig_metadat
     state parse_ina {
         pkt.extract(hdr.ina);
         transition select(hdr.ina.version, hdr.udp.length) {
-            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query: no lanes, plain UDP
+            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query or an ask: no lanes, plain UDP
             (INA_VERSION, _): parse_lanes;
             default: accept;
         }
@@ -366,7 +366,7 @@ parser InaEgressParser(packet_in pkt, out ina_eg_headers_t hdr, out ina_eg_metad
     state parse_ina {
         pkt.extract(hdr.ina);
         transition select(hdr.ina.version, hdr.udp.length) {
-            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query: no lanes, plain UDP
+            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query or an ask: no lanes, plain UDP
             (INA_VERSION, _): parse_lanes;
             default: accept;
         }

@@ -45,7 +45,7 @@ parser InaParser(packet_in pkt, out ina_headers_t hdr, inout ina_metadata_t meta
     state parse_ina {
         pkt.extract(hdr.ina);
         transition select(hdr.ina.version, hdr.udp.length) {
-            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query: no lanes, plain UDP
+            (INA_VERSION, INA_HEADER_ONLY_UDP_LEN): accept;   // a query or an ask: no lanes, plain UDP
             (INA_VERSION, _): parse_lanes;
             default: accept;            // unknown version: no lanes, forwarded as plain UDP
         }

@@ -316,11 +316,12 @@ def test_lossless_round_is_aggregated_by_the_switch_alone(arch):
 # ---------------------------------------------------------------------- ESA §5.3 case 1
 def test_case1_first_copy_lost_partial_drained_by_reminder_two_rounds(arch):
     """No collision; worker 2's first copy never reaches the switch, so the other three wait in
-    the aggregator and the PS knows nothing. Worker 2 times out and RESENDs to the PS, which at
-    once reminds the switch (the partial drains to it) and queries the others: exact. Then a
-    second round without loss: the switch aggregates it alone and does not mix the rounds.
-    (Only worker 2 resent and nothing came through the switch, so the PS takes it for case 2
-    and queries one silent worker; the drain completes it anyway.)"""
+    the aggregator and the PS knows nothing. Worker 2 times out and asks the PS, which at once
+    reminds the switch (the partial drains to it) and queries: exact. Then a second round
+    without loss: the switch aggregates it alone and does not mix the rounds. (Only worker 2
+    asked and nothing came through the switch, so the PS takes it for case 2 and queries one
+    silent worker, and the asker, whose copy an ask does not carry; the drain and worker 2's
+    answer complete it.)"""
     drop = first_copy(1, 2)
     net = _net(arch, fast=((1, 2),), drops=(drop,))
     net.then(1)
@@ -333,8 +334,9 @@ def test_case1_first_copy_lost_partial_drained_by_reminder_two_rounds(arch):
     # round 1: worker 2 resent; the PS drained the three-worker partial and completed with it
     assert net.stats((1, 2), 0).resent == 1 and net.stats((1, 2), 0).fast_resent == 0
     assert all(net.stats((1, w), 0).resent == 0 for w in (0, 1, 3))
-    assert net.received("drained") == 1 and net.received("resend") >= 1
-    assert net.ps.stats.reminders >= 1 and net.ps.stats.queries == 1
+    assert net.received("ask") == 1 and net.received("drained") == 1 and net.received("resend") >= 1
+    assert net.ps.stats.reminders >= 1 and net.ps.stats.queries == 2
+    assert [net.stats((1, w), 0).queries_answered for w in range(4)] == [1, 0, 1, 0]
     (drained,) = net.to_ps_log(Flags.REMINDER | Flags.PREEMPTED)
     h = drained.header
     assert (h.bitmap, h.count, h.fan_in, h.worker_id, h.round) == (0b1011, 3, 4, 255, FIRST_ROUND)
@@ -352,10 +354,11 @@ def test_case1_first_copy_lost_partial_drained_by_reminder_two_rounds(arch):
 # ---------------------------------------------------------------------- ESA §5.3 case 2
 def test_case2_one_multicast_copy_lost_result_copy_from_a_peer(arch):
     """No collision; the switch completes the fragment, frees the aggregator and multicasts,
-    but the copy to worker 2 is lost. Worker 2 RESENDs; no other worker resends within the
-    grace and nothing came through the switch, so the PS queries one of them (fragment 0: the
-    first of 0, 1, 3); it holds the result and answers with it (RESULT|RESEND); the PS adopts
-    that copy and sends it on to the worker that lacks it (the one that resent)."""
+    but the copy to worker 2 is lost. Worker 2 asks; nothing came through the switch, so the PS
+    queries one of the silent workers (fragment 0: the first of 0, 1, 3), and worker 2 (an ask
+    cannot tell a lost result from a lost copy). Worker 0 holds the result and answers with it
+    (RESULT|RESEND), worker 2 with its contribution; the PS adopts worker 0's copy and sends it
+    on to the worker that lacks it (the one that asked)."""
     drop = switch_result_to([2])
     net = _net(arch, fast=((1, 2),), drops=(drop,))
     net.start()
@@ -363,7 +366,7 @@ def test_case2_one_multicast_copy_lost_result_copy_from_a_peer(arch):
     net.assert_dropped()
     net.assert_exact()
     assert net.workers[(1, 2)].stats.resent == 1
-    assert [net.workers[(1, w)].stats.queries_answered for w in range(4)] == [1, 0, 0, 0]
+    assert [net.workers[(1, w)].stats.queries_answered for w in range(4)] == [1, 0, 1, 0]
     # v1model kept the result (rule 8): the recovery's reminder drains it, after worker 0's
     # copy completed the fragment (late); TNA freed the aggregator, nothing to drain
     kept = arch == "v1model"
@@ -371,8 +374,8 @@ def test_case2_one_multicast_copy_lost_result_copy_from_a_peer(arch):
     copies = net.to_ps_log(Flags.RESULT | Flags.RESEND)
     assert [(p.header.worker_id, p.header.bitmap) for p in copies] == [(0, 0b0001)]
     assert all(np.array_equal(p.lanes.astype(np.int64), net.expected(1, 0)) for p in copies)
-    assert net.received("resend") == 1 and net.received("drained") == kept
-    assert net.ps.stats.completed == 1 and net.ps.stats.queries == 1
+    assert net.received("ask") == 1 and net.received("resend") == 1 and net.received("drained") == kept
+    assert net.ps.stats.completed == 1 and net.ps.stats.queries == 2
     # the adopted copy (worker 0's) is what worker 2 got, and only worker 2:
     # the others already hold it
     assert net.workers[(1, 2)].stats.results == 1 and net.workers[(1, 2)].stats.duplicate_results == 0
@@ -382,7 +385,8 @@ def test_case2_one_multicast_copy_lost_result_copy_from_a_peer(arch):
 
 def test_case2_all_multicast_copies_lost_ps_aggregates_instead(arch):
     """The switch's result reaches no worker: nobody holds a copy to answer with, so the PS
-    aggregates the fragment from the workers' RESENDs and unicasts the result."""
+    aggregates the fragment from the workers' answers to its queries (every worker asked: each
+    lacks the result) and unicasts the result."""
     drop = switch_result_to([0, 1, 2, 3])
     net = _net(arch, fast=tuple((1, w) for w in range(4)), drops=(drop,))
     net.start()
@@ -401,7 +405,8 @@ def test_case3_collision_fallback_lost(arch):
     """One aggregator, two fragments per worker, no preemption: fragment 0 holds the aggregator,
     so every worker's fragment 1 collides and falls back to the PS — worker 0's fallback is lost.
     (Worker 3's fragment 1 arrives after fragment 0 completed: it claims the aggregator and waits.)
-    Worker 0 times out and RESENDs; the PS drains worker 3's partial and completes exactly."""
+    Worker 0 times out and asks; the PS drains worker 3's partial, queries the workers it lacks
+    and completes exactly."""
     drop = to_ps(Flags.COLLISION, worker_id=0, fragment_id=1)
     net = _net(arch, frags=2, pool_size=1, fast=((1, 0),), drops=(drop,))
     net.start()
@@ -429,7 +434,7 @@ def test_case4_preempted_partial_lost(arch):
     """One aggregator, preemption on. Job LOW's workers 0 and 1 aggregate; job HIGH's first
     fragment evicts that partial, which is lost on its way to the PS. LOW's workers 2 and 3
     collide (HIGH's priority is halved each time) and fall back to the PS. LOW's worker 0 times
-    out and RESENDs; the PS queries worker 1, the other contribution it lacks: both exact."""
+    out and asks; the PS queries workers 0 and 1, the contributions it lacks: both exact."""
     drop = to_ps(Flags.PREEMPTED, job=LOW)
     order = [(LOW, 0), (LOW, 1), (HIGH, 0), (LOW, 2), (LOW, 3), (HIGH, 1), (HIGH, 2), (HIGH, 3)]
     net = _net(arch, jobs=PRIOS, pool_size=1, preemption=True, fast=((LOW, 0),), drops=(drop,))
@@ -472,8 +477,8 @@ def test_case5_first_copy_of_the_evicted_fragment_lost(arch):
 def test_case5_first_copy_of_the_preempting_fragment_lost(arch):
     """HIGH's worker 0 evicts LOW's partial; HIGH's worker 1's first copy is lost, so HIGH's
     partial {0, 2, 3} waits in the switch and the PS knows nothing of it (LOW completes at the
-    PS from the evicted partial and two collisions). HIGH's worker 1 times out and RESENDs; the
-    PS reminds the switch, which drains HIGH's partial: both exact."""
+    PS from the evicted partial and two collisions). HIGH's worker 1 times out and asks; the PS
+    reminds the switch, which drains HIGH's partial, and queries worker 1: both exact."""
     drop = first_copy(HIGH, 1)
     order = [(LOW, 0), (LOW, 1), (HIGH, 0), (HIGH, 1), (LOW, 2), (LOW, 3), (HIGH, 2), (HIGH, 3)]
     net = _net(arch, jobs=PRIOS, pool_size=1, preemption=True, fast=((HIGH, 1),), drops=(drop,))
@@ -497,39 +502,41 @@ def test_case5_first_copy_of_the_preempting_fragment_lost(arch):
 
 # ---------------------------------------------------------------------- reminders and drains
 def test_reminder_lost_queries_complete(arch):
-    """Case 1, and the PS's first reminder is lost. Taking it for case 2 (one resend, nothing
-    through the switch), the first recovery queried one silent worker, which answers with a
-    RESEND (it lacks the result); the second recovery, an answer round trip later, reminds the
-    switch again — the drain completes the fragment with worker 2's resend copy — and queries
-    the other two (two resends for two silent workers: no longer case 2), whose RESENDs then
-    come too late and are answered with the result. No clean-up reminder: the recoveries
-    reminded the switch already."""
+    """Case 1, and the PS's first reminder is lost. Taking it for case 2 (one ask, nothing
+    through the switch), the first recovery queried one silent worker and the asker, which both
+    answer with a RESEND (they lack the result); the second recovery, an answer round trip
+    later, reminds the switch again — the drain completes the fragment with worker 2's resend
+    copy — and queries the other two (two silent workers for two resends: no longer case 2),
+    whose RESENDs then come too late and are answered with the result. No clean-up reminder:
+    the recoveries reminded the switch already."""
     drops = (first_copy(1, 2), reminder_to_switch())
     net = _net(arch, fast=((1, 2),), drops=drops)
     net.start()
     net.run()
     net.assert_dropped()
     net.assert_exact()
-    assert net.ps.stats.reminders == 2 and net.ps.stats.queries == 1 + 2
-    assert net.received("drained") == 1 and net.ps.stats.results_resent == 2
+    assert net.ps.stats.reminders == 2 and net.ps.stats.queries == 2 + 2
+    assert net.received("ask") == 1 and net.received("drained") == 1 and net.ps.stats.results_resent == 2
     assert net.received("resend") >= 4
     net.assert_all_free()
 
 
 def test_reminder_and_queries_lost_reminder_retried_at_ps_timeout(arch):
-    """Case 1, and the whole first recovery is lost (the reminder and the query): the
-    PS recovers again an answer round trip later (none measured yet: a quarter of its floor),
-    before worker 2's retry; that drain completes the fragment, before any other worker times
-    out."""
+    """Case 1, and the first recovery, at worker 2's ask, is lost but for the query to worker 2
+    (the reminder, and the query to one silent worker): worker 2's answer comes, and the PS
+    recovers again an answer round trip later (none measured yet: a quarter of its floor),
+    before worker 2's next try; that drain completes the fragment, before any other worker
+    times out."""
     drops = (first_copy(1, 2), reminder_to_switch(), queries_to([0, 1, 3]))
     net = _net(arch, fast=((1, 2),), drops=drops)
     net.start()
     net.run()
     net.assert_dropped()
     net.assert_exact()
-    assert net.ps.stats.reminders >= 2 and net.ps.stats.queries == 1 + 2     # one silent worker, then two
+    # one silent worker and the asker, then two silent workers
+    assert net.ps.stats.reminders >= 2 and net.ps.stats.queries == 2 + 2
     assert net.received("drained") == 1 and net.received("late") == 0      # the drain counted
-    assert net.now == pytest.approx(FAST + PS_RTO / 4 + PS_RTO / 4)     # the grace, then the answer wait
+    assert net.now == pytest.approx(FAST + PS_RTO / 4)     # recovered at the ask, then the answer wait
     assert net.workers[(1, 2)].stats.resent == 1
     assert all(net.workers[(1, w)].stats.resent == 0 for w in (0, 1, 3))
     net.assert_all_free()
@@ -554,7 +561,7 @@ def test_drained_partial_lost_queries_complete(arch):
 # ---------------------------------------------------------------------- results from the PS
 def test_ps_unicast_result_lost_resend_gets_it_again(arch):
     """Results go to the PS (no multicast), which unicasts them; its RESULT to worker 1 is lost.
-    Worker 1 RESENDs; the PS answers with the result. The other workers have meanwhile started
+    Worker 1 asks for it; the PS answers with the result. The other workers have meanwhile started
     the next round (their first copies wait in the switch for worker 1's): the PS still serves
     the previous round, and the next round is exact and unmixed."""
     drop = ps_result_to(1)
@@ -566,15 +573,15 @@ def test_ps_unicast_result_lost_resend_gets_it_again(arch):
     assert drop.dropped[0].header.round == FIRST_ROUND
     net.assert_exact()
     assert net.stats((1, 1), 0).resent == 1
-    # workers 0, 2 and 3 sent their next round's first copies before worker 1's RESEND
-    resend = net.first("to_switch", lambda port, p: p.header.flags == Flags.RESEND)
+    # workers 0, 2 and 3 sent their next round's first copies before worker 1's ask
+    resend = net.first("to_switch", lambda port, p: p.header.flags == Flags.RESEND and p.header.count == 0)
     assert net.log[resend][3].header.round == FIRST_ROUND and net.log[resend][3].header.worker_id == 1
     for w in (0, 2, 3):
         assert net.first("to_switch", lambda port, p: p.header.flags == Flags(0) and p.header.worker_id == w
                          and p.header.round == FIRST_ROUND + 1) < resend
     assert net.ps.stats.results_resent == 1
     assert net.received("switch_result") == 2               # one per round
-    assert net.received("resend") == 1
+    assert net.received("ask") == 1 and net.received("resend") == 0
     assert all(net.stats(k, 1).resent == 0 for k in net.workers)
     assert np.array_equal(net.ps.result(1, 0, 0, round=FIRST_ROUND), net.expected(1, 0))
     assert np.array_equal(net.ps.result(1, 0, 0, round=FIRST_ROUND + 1), net.expected(1, 1))

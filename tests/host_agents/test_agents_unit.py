@@ -140,22 +140,23 @@ def test_second_try_round_trips_set_the_wait_before_a_third() -> None:
     assert wk.next_deadline() == pytest.approx(0.024 + 0.0015)  # not 0.024 + 0.008
 
 
-def test_further_tries_double_up_to_four_measured_answer_times_not_four_rtos() -> None:
+def test_further_tries_double_up_to_two_measured_answer_times_not_four_rtos() -> None:
     """A drop is random: an unlucky fragment tries again about when an answer would have come
-    (the measured resend -> result time), not after up to 4 RTOs."""
+    (twice the measured resend -> result time at most), not after up to 4 RTOs."""
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
                 rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
     wk.push(np.zeros(2 * K))
     wk.start(0.0)
     wk.on_timer(0.01)                                         # fragment 0 resent
-    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.0105)           # answered: resend_rtt.rto 1.5 ms
+    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.014)            # answered: resend_rtt.rto 12 ms
+    assert wk.resend_rtt.rto == pytest.approx(0.012)
     waits = []
     for _ in range(4):                                        # fragment 1: tries 1 to 4
         now = wk.next_deadline()
         assert [parse_frame(f, K).header.fragment_id for f in wk.on_timer(now)] == [1]
         waits.append(wk.next_deadline() - now)
-    # the retry wait (1.5 ms), doubled, then 4 x 1.5 ms: not on to 12 ms (4 RTOs: 40 ms)
-    assert waits == pytest.approx([0.0015, 0.003, 0.006, 0.006])
+    # the retry wait (12 ms), doubled to 2 x 12 ms, and no further: not on to 40 ms (4 RTOs)
+    assert waits == pytest.approx([0.012, 0.024, 0.024, 0.024])
 
 
 def test_worker_a_switch_result_of_a_resent_fragment_samples_its_path() -> None:
@@ -512,13 +513,14 @@ def test_worker_a_later_result_from_the_ps_presumes_a_fragment_lost_without_rese
     assert not [h for h in out if h.flags == Flags.RETRY] and wk.stats.fast_resent == 0
     assert [h.fragment_id for h in out] == [3, 4]            # 1's slot and 0's: presumed lost
     assert wk._pending[0] == pytest.approx(0.006)          # RTO: 2 ms srtt + 4 x 1 ms rttvar
-    # 0 resent, counted once (when presumed lost); the full window then presumes 2 and 3 stale
-    # (6 and 4 ms unanswered, over 1.5 path srtts), and 5, the last, takes a slot
+    # 0 resent, counted once (when presumed lost); the full window then presumes 2, 3 and 4
+    # stale (6, 4 and 4 ms unanswered, over 1.5 path srtts; the recovery bound is 9), and 5, the
+    # last, takes a slot
     out = [parse_frame(f, K).header for f in wk.on_timer(0.006)]
     assert [(h.fragment_id, h.flags) for h in out] == [(0, Flags.RETRY), (5, Flags(0))]
-    assert wk._recovering == 3 and wk._later_results[2] == wk._later_results[3] == -1
+    assert wk._recovering == 4 and wk._later_results[2] == wk._later_results[3] == wk._later_results[4] == -1
     wk.on_frame(_result(5, 0, np.zeros(K)), 0.007)
-    assert wk._recovering == 2
+    assert wk._recovering == 3
 
 
 def test_worker_a_presumed_lost_fragment_answered_in_time_is_never_resent() -> None:
@@ -685,25 +687,30 @@ def test_worker_takes_a_relayed_result_as_the_ps_s() -> None:
     assert wk._recovering == 1 and wk.stats.results == 1
 
 
-def test_worker_retries_twice_at_its_node_then_resends_to_the_ps() -> None:
+def test_worker_retries_twice_at_its_node_then_asks_the_ps() -> None:
     """docs/protocol.md, "Host behaviour": the first two tries of a fragment go to its
-    aggregation node as RETRY (the first copy with RETRY set, rule 8), the third to the PS as
-    RESEND with node 0; a PS query is always answered towards the PS."""
+    aggregation node as RETRY (the first copy with RETRY set, rule 8), the third to the PS as an
+    ask (RESEND, node 0, count 0, no lanes); a PS query is always answered towards the PS, with
+    the lanes."""
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4, 77)], lanes=K, window=1,
                 rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
     wk.push(np.arange(K, dtype=float))                  # one fragment
     (first,) = wk.start(0.0)
-    tries = []
+    raw = []
     for _ in range(3):
-        tries += [parse_frame(f, K) for f in wk.on_timer(wk.next_deadline())]
+        raw += wk.on_timer(wk.next_deadline())
+    tries = [parse_frame(f, K) for f in raw]
     assert [(p.header.flags, p.header.node_id) for p in tries] == [(Flags.RETRY, 2), (Flags.RETRY, 2), (Flags.RESEND, 0)]
+    assert [len(f) for f in raw] == [len(first), len(first), 66] and tries[2].header.count == 0
     want = parse_frame(first, K)
     for p in tries[:2]:
         assert p.header == want.header.with_(flags=Flags.RETRY) and p.dst_ip == PS_IP
         assert np.array_equal(p.lanes, want.lanes)
     query = InaHeader(5, 0, 0, 0, 1, 0, 0, 0, 0, Flags.REMINDER)
     (answer,) = wk.on_frame(build_frame(query, np.zeros(K, np.int32), src_ip=PS_IP, dst_ip=WIP[1]), 0.1)
-    assert parse_frame(answer, K).header.flags == Flags.RESEND and parse_frame(answer, K).header.node_id == 0
+    got = parse_frame(answer, K)
+    assert got.header.flags == Flags.RESEND and got.header.node_id == 0 and got.header.count == 1
+    assert len(answer) == len(first) and np.array_equal(got.lanes, want.lanes)
 
 
 def test_worker_takes_a_kept_results_answer_as_no_first_copys() -> None:

@@ -12,6 +12,7 @@ import random
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -585,6 +586,40 @@ def test_the_native_loop_answers_a_header_only_query() -> None:
         ps_sock.close()
 
 
+def test_the_native_loop_asks_with_the_header_alone() -> None:
+    """A fragment of node 0 that times out is asked for (docs/protocol.md): the C loop sends
+    the INA header alone, RESEND with count 0, over real UDP; the results end the round."""
+    import socket
+    import threading
+    net = _net()
+    ps_ip, ip = f"{net}.1", f"{net}.2"
+    require_loopback_udp(ps_ip, ip)
+    ps_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    ps_sock.bind((ps_ip, P.INA_UDP_PORT))
+    tr = UdpTransport(ip, lanes=16)
+    ps_sock.settimeout(5.0)
+    wk = Worker(4, 1, ps_ip, ip, [FragmentLabel(0, 2)], lanes=16, window=2,
+                rto=RtoEstimator(initial=0.05, minimum=0.05, maximum=0.05))
+    wk.push(np.arange(32, dtype=float))
+    assert native_udp(wk, tr)
+    t = threading.Thread(target=run_udp, args=(wk, tr, 5.0))
+    t.start()
+    try:
+        firsts = [ps_sock.recvfrom(4096)[0] for _ in range(2)]          # the window's first copies
+        ask = ps_sock.recvfrom(4096)[0]                                 # fragment 0's probe
+        h = P.InaHeader.unpack(ask[:24])
+        assert len(ask) == 24 and (h.fragment_id, h.flags, h.node_id, h.count, h.bitmap) == (0, P.Flags.RESEND, 0, 0, 0b10)
+        assert replace(h, flags=P.Flags(0), count=1) == P.InaHeader.unpack(firsts[0][:24])
+        for frag in (0, 1):
+            res = P.InaHeader(4, 0, 0, frag, 255, 2, 2, 0, 0b11, P.Flags.RESULT, 0)
+            ps_sock.sendto(res.pack() + np.zeros(16, ">i4").tobytes(), (ip, P.INA_UDP_PORT))
+    finally:
+        t.join(10)
+        tr.close()
+        ps_sock.close()
+    assert wk.done() and wk.stats.resent >= 1
+
+
 def test_counting_transport_keeps_its_counts_under_the_native_loop() -> None:
     """A subclass that counts frames in ``counts`` (emulation.agents.CountingTransport) runs
     the C loop, which keeps the counts."""
@@ -727,18 +762,21 @@ def test_a_result_presumes_lost_the_sub_models_of_its_node_in_c_as_in_python() -
     assert retx == [(0, 0, P.Flags.RETRY)] and py[1].fast_resent == 1
 
 
+@pytest.mark.parametrize("kind", ["resend", "ask"])
 @pytest.mark.parametrize("relay", [False, True])
-def test_resends_of_completed_fragments_are_answered_in_c_as_in_python(relay: bool) -> None:
-    """RESENDs of a fragment the PS completed: one that crossed the result (sent within the query
-    round trip after it) is dropped, a later one gets the result again; with a relaying node, the
-    first worker's gets it alone, a second worker's the relay again. C answers them itself
-    (no hand-off), with the frames and counters of the Python core."""
+def test_resends_of_completed_fragments_are_answered_in_c_as_in_python(relay: bool, kind: str) -> None:
+    """RESENDs or asks of a fragment the PS completed: one that crossed the result (sent within
+    the query round trip after it) is dropped, a later one gets the result again; with a
+    relaying node, the first worker's gets it alone, a second worker's the relay again. C
+    answers them itself (no hand-off), with the frames and counters of the Python core."""
     ips = ["10.0.0.2", "10.0.0.3", "10.0.0.4"]
     cfg = JobConfig({w: (ip, 0) for w, ip in enumerate(ips)}, reminder_via={3: "10.0.7.7"} if relay else {},
                     result_via=3 if relay else 0)
 
     def frame(w: int, frag: int, flags: P.Flags, rnd: int = 2) -> bytes:
         h = P.InaHeader.for_worker(4, 0, 0, frag, w, 3, flags=flags, round=rnd)
+        if flags and kind == "ask":
+            return P.build_header_only(replace(h, count=0), src_ip=ips[w], dst_ip="10.0.9.1")
         return P.build_frame(h, np.full(16, 1000 * (w + 1) + frag, np.int32), src_ip=ips[w], dst_ip="10.0.9.1")
 
     def run(native_path: bool) -> tuple:
@@ -760,5 +798,5 @@ def test_resends_of_completed_fragments_are_answered_in_c_as_in_python(relay: bo
     py, nat = run(False), run(True)
     assert py[:5] == nat[:5] and py[6] == nat[6]
     assert nat[5] == 0                                   # no hand-off: C answered every RESEND
-    assert py[1]["resend"] == 5 and py[1]["crossed"] == 1 and py[1]["stale"] == 1 and py[2] == 3
+    assert py[1][kind] == 5 and py[1]["crossed"] == 1 and py[1]["stale"] == 1 and py[2] == 3
     assert py[0][6] == [] and len(py[0][7]) == 1

@@ -48,18 +48,18 @@ def test_later_results_retransmit_after_three_or_never_by_the_timeout_alone(mode
 def test_tries_left_unanswered_by_every_peer_back_off_to_the_ceiling() -> None:
     """When no retransmitted fragment has been answered for 4 caps, the path is congested (or
     the PS stuck), not dropping at random: the tries double on up to the RTO ceiling instead of
-    holding at 4 answer times, as TCP backs off until an ACK comes."""
+    holding at 2 answer times, as TCP backs off until an ACK comes."""
     wk = Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=3,
                 rto=RtoEstimator(initial=0.01, minimum=0.004, maximum=0.05))
     wk.push(np.zeros(2 * K))
     wk.start(0.0)
     wk.on_timer(0.01)
-    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.0105)           # the last answer: resend_rtt 1.5 ms
+    wk.on_frame(_result(5, 0, np.zeros(K), node=0), 0.014)            # the last answer: resend_rtt 12 ms
     waits = []
     for _ in range(10):
         now = wk.next_deadline()
         wk.on_timer(now)
         waits.append(wk.next_deadline() - now)
-    assert waits[:4] == pytest.approx([0.0015, 0.003, 0.006, 0.006])  # random drops: 4 answer times
-    assert waits[4:8] == pytest.approx([0.012, 0.024, 0.048, 0.05])   # silence: on to the ceiling
-    assert waits[8:] == pytest.approx([0.05, 0.05])
+    assert waits[:5] == pytest.approx([0.012, 0.024, 0.024, 0.024, 0.024])   # random drops: 2 answer times
+    # silence since the answer for over 4 caps (96 ms, at 0.128 s): on to the ceiling
+    assert waits[5:] == pytest.approx([0.048, 0.05, 0.05, 0.05, 0.05])
