@@ -31,6 +31,10 @@ from typing import Mapping
 BUSY_LINK_BOUND = 0.8     # below this share of the run the busiest link idled: not what limited it
 PROBE_MBPS = 1000.0       # Mininet's TCLink takes at most 1000 Mb/s: still shaped (tc's cost stays in)
 HEADROOM = 1.6            # the busiest link needs this many times the CPU's time per round
+# ... and this many in a lossy run. Recovery waits on timers and round trips, which a loaded CPU
+# stretches even where it has time to spare: at 1.6, GOAT's 5 % rows on the k=4 fat-tree (auto
+# chose 4 Mb/s, 2-core AMD EPYC) kept their busiest link 77-82 % busy; at 3.2 Mb/s, 84 %.
+LOSS_HEADROOM = 2.0
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,16 @@ def nice_floor(x: float) -> float:
 
 
 def choose_link_mbps(probe_seconds: float, probe_total_bytes: float, ref_mbps: float,
-                     traffic: Mapping[str, Traffic], headroom: float = HEADROOM, *, loss: float = 0.0,
+                     traffic: Mapping[str, Traffic], headroom: float | None = None, *, loss: float = 0.0,
                      cpu_factor: float | Mapping[str, float] = 1.0) -> Choice:
     """The fastest link rate (Mb/s, two significant digits, rounded down) at which every round
     of ``traffic`` (name → its twin counts at ``ref_mbps``) keeps its busiest link busy for
-    ``headroom`` × the CPU time the probe implies (``probe_total_bytes`` over all links took
-    ``probe_seconds`` on this machine), times ``cpu_factor`` for rounds at ``loss``
-    (:func:`loss_cpu_factor`: one for all, or name → its own, every name of ``traffic``)."""
+    ``headroom`` (default :data:`HEADROOM`, :data:`LOSS_HEADROOM` with ``loss``) × the CPU time
+    the probe implies (``probe_total_bytes`` over all links took ``probe_seconds`` on this
+    machine), times ``cpu_factor`` for rounds at ``loss`` (:func:`loss_cpu_factor`: one for all,
+    or name → its own, every name of ``traffic``)."""
+    if headroom is None:
+        headroom = LOSS_HEADROOM if loss > 0 else HEADROOM
     factors = cpu_factor if isinstance(cpu_factor, Mapping) else dict.fromkeys(traffic, cpu_factor)
     for name, f in factors.items():
         if not f >= 1.0:
@@ -173,5 +180,5 @@ def machine() -> str:
     return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
-__all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "Traffic", "Choice", "nice_floor", "choose_link_mbps",
+__all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "LOSS_HEADROOM", "Traffic", "Choice", "nice_floor", "choose_link_mbps",
            "busy_seconds", "cpu_busy_seconds", "loss_cpu_factor", "pace_note", "parse_link_mbps", "cpu_model", "machine"]

@@ -144,7 +144,7 @@ class Entry:
     sent_to: int = 0               # the workers a result copy was passed on to (their bitmap)
     overflow: bool = False
     attempts: int = 0              # timeouts so far
-    reminded: bool = False         # a RESEND arrived: the deadline was brought forward to the grace
+    reminded: bool = False         # a RESEND or an ask arrived: the deadline was brought forward
     grace: bool = False            # the deadline is that grace (the first recovery), not a timeout
     first_resend: float = -1.0     # when the first RESEND arrived (-1: none yet)
     recovered_at: float = -1.0     # when the last recovery was sent (-1: never)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from controller.deploy import DEFAULT_POOL, deploy_jobs
-from emulation.calibrate import (BUSY_LINK_BOUND, Traffic, busy_seconds, choose_link_mbps, cpu_busy_seconds,
+from emulation.calibrate import (BUSY_LINK_BOUND, HEADROOM, LOSS_HEADROOM, Traffic, busy_seconds, choose_link_mbps, cpu_busy_seconds,
                                  loss_cpu_factor, machine, nice_floor, pace_note)
 from emulation.experiment import JobSpec, build_topology, place_jobs
 from emulation.inprocess import run_jobs as run_inprocess
@@ -110,8 +110,12 @@ def test_a_lossy_round_scales_the_cpu_time_and_so_slows_the_rate() -> None:
     plain = choose_link_mbps(4.0, 100e6, 20.0, traffic)
     lossy = choose_link_mbps(4.0, 100e6, 20.0, traffic, loss=0.01, cpu_factor=1.5)
     assert lossy.cpu_seconds == pytest.approx(1.5 * plain.cpu_seconds)
-    assert lossy.link_mbps == nice_floor(20.0 * 2.5 / (1.6 * 1.5 * 90e6 / 25e6))
+    # a lossy run's links need LOSS_HEADROOM (2) × the scaled CPU time, a lossless one's HEADROOM (1.6)
+    assert (HEADROOM, LOSS_HEADROOM) == (1.6, 2.0) and (plain.headroom, lossy.headroom) == (1.6, 2.0)
+    assert lossy.link_mbps == nice_floor(20.0 * 2.5 / (2.0 * 1.5 * 90e6 / 25e6))
     assert lossy.link_mbps < plain.link_mbps
+    assert choose_link_mbps(4.0, 100e6, 20.0, traffic, 1.6, loss=0.01, cpu_factor=1.5).link_mbps == \
+        nice_floor(20.0 * 2.5 / (1.6 * 1.5 * 90e6 / 25e6))
     assert "0.01 loss (1.50× the lossless round's CPU time" in lossy.explain("probe")
     assert "loss" not in plain.explain("probe")
     with pytest.raises(ValueError):
@@ -126,7 +130,7 @@ def test_each_scheme_scales_its_own_cpu_time_at_loss() -> None:
     assert one.deciding == "goat"                       # its busiest link needs half of ATP's
     each = choose_link_mbps(4.0, 100e6, 20.0, traffic, loss=0.05, cpu_factor={"goat": 1.5, "atp": 4.0})
     assert each.deciding == "atp" and each.cpu_factor == 4.0
-    assert each.link_mbps == nice_floor(20.0 * 5.0 / (1.6 * 4.0 * 90e6 / 25e6)) < one.link_mbps
+    assert each.link_mbps == nice_floor(20.0 * 5.0 / (2.0 * 4.0 * 90e6 / 25e6)) < one.link_mbps
     with pytest.raises(ValueError, match="no cpu_factor for atp"):
         choose_link_mbps(4.0, 100e6, 20.0, traffic, cpu_factor={"goat": 1.5})
     with pytest.raises(ValueError, match="of atp: at least 1"):
