@@ -4,6 +4,7 @@ node-0 job with seeded loss, duplication and reordering, and for real over UDP l
 workers and a PS in separate processes."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import heapq
 import multiprocessing as mp
@@ -14,7 +15,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -553,9 +554,10 @@ def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int) -> None:
     assert ps[1].get("plain", 0) == rounds * frags * n_workers
 
 
-def test_the_native_loop_answers_a_header_only_query() -> None:
-    """The PS's query comes without lanes (docs/protocol.md): the C receive loop hands it to the
-    Python core, which answers with the worker's RESEND of that fragment, over real UDP."""
+@contextlib.contextmanager
+def _c_worker_beside_a_socket(rto: float, values: int, run_for: float) -> Iterator[tuple[Worker, Any, str]]:
+    """A worker (job 4, one sub-model of node 0, window 2, 16 lanes) run by the C loop on a
+    thread over real UDP, and a plain socket standing in for its PS: (worker, socket, its IP)."""
     import socket
     import threading
     net = _net()
@@ -566,12 +568,23 @@ def test_the_native_loop_answers_a_header_only_query() -> None:
     tr = UdpTransport(ip, lanes=16)
     ps_sock.settimeout(5.0)
     wk = Worker(4, 1, ps_ip, ip, [FragmentLabel(0, 2)], lanes=16, window=2,
-                rto=RtoEstimator(initial=5.0, minimum=5.0, maximum=5.0))
-    wk.push(np.arange(64, dtype=float))
+                rto=RtoEstimator(initial=rto, minimum=rto, maximum=rto))
+    wk.push(np.arange(values, dtype=float))
     assert native_udp(wk, tr)
-    t = threading.Thread(target=run_udp, args=(wk, tr, 3.0))
+    t = threading.Thread(target=run_udp, args=(wk, tr, run_for))
     t.start()
     try:
+        yield wk, ps_sock, ip
+    finally:
+        t.join(10)
+        tr.close()
+        ps_sock.close()
+
+
+def test_the_native_loop_answers_a_header_only_query() -> None:
+    """The PS's query comes without lanes (docs/protocol.md): the C receive loop hands it to the
+    Python core, which answers with the worker's RESEND of that fragment, over real UDP."""
+    with _c_worker_beside_a_socket(5.0, 64, 3.0) as (wk, ps_sock, ip):
         firsts = [ps_sock.recvfrom(4096)[0] for _ in range(2)]          # the window's first copies
         assert [P.InaHeader.unpack(f[:24]).fragment_id for f in firsts] == [0, 1]
         query = P.InaHeader(4, 0, 0, 1, 1, 0, 0, 0, 0, P.Flags.REMINDER, 0)
@@ -580,31 +593,12 @@ def test_the_native_loop_answers_a_header_only_query() -> None:
         h = P.InaHeader.unpack(answer[:24])
         assert (h.fragment_id, h.flags, h.node_id, h.bitmap) == (1, P.Flags.RESEND, 0, 0b10)
         assert answer[24:] == firsts[1][24:] and wk.stats.queries_answered == 1
-    finally:
-        t.join(10)
-        tr.close()
-        ps_sock.close()
 
 
 def test_the_native_loop_asks_with_the_header_alone() -> None:
     """A fragment of node 0 that times out is asked for (docs/protocol.md): the C loop sends
     the INA header alone, RESEND with count 0, over real UDP; the results end the round."""
-    import socket
-    import threading
-    net = _net()
-    ps_ip, ip = f"{net}.1", f"{net}.2"
-    require_loopback_udp(ps_ip, ip)
-    ps_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    ps_sock.bind((ps_ip, P.INA_UDP_PORT))
-    tr = UdpTransport(ip, lanes=16)
-    ps_sock.settimeout(5.0)
-    wk = Worker(4, 1, ps_ip, ip, [FragmentLabel(0, 2)], lanes=16, window=2,
-                rto=RtoEstimator(initial=0.05, minimum=0.05, maximum=0.05))
-    wk.push(np.arange(32, dtype=float))
-    assert native_udp(wk, tr)
-    t = threading.Thread(target=run_udp, args=(wk, tr, 5.0))
-    t.start()
-    try:
+    with _c_worker_beside_a_socket(0.05, 32, 5.0) as (wk, ps_sock, ip):
         firsts = [ps_sock.recvfrom(4096)[0] for _ in range(2)]          # the window's first copies
         ask = ps_sock.recvfrom(4096)[0]                                 # fragment 0's probe
         h = P.InaHeader.unpack(ask[:24])
@@ -613,10 +607,6 @@ def test_the_native_loop_asks_with_the_header_alone() -> None:
         for frag in (0, 1):
             res = P.InaHeader(4, 0, 0, frag, 255, 2, 2, 0, 0b11, P.Flags.RESULT, 0)
             ps_sock.sendto(res.pack() + np.zeros(16, ">i4").tobytes(), (ip, P.INA_UDP_PORT))
-    finally:
-        t.join(10)
-        tr.close()
-        ps_sock.close()
     assert wk.done() and wk.stats.resent >= 1
 
 
