@@ -33,7 +33,7 @@ from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROU
 from .rounds import Round
 from .rto import RETRY_MIN, RtoEstimator, smoothed
 from .worker_tuning import (ANSWER_BACKOFF, DEFAULT_WINDOW, DUPACK_THRESHOLD, FAST_RETRANSMIT_AFTER,  # noqa: F401
-                            LOSS_DETECTION, NODE_TRIES, NODE_TRIES_KEPT, RECOVERY_PER_WINDOW, STALE_AFTER)
+                            LOSS_DETECTION, NODE_TRIES, NODE_TRIES_KEPT, RECOVERY_WINDOWS, STALE_AFTER)
 
 
 @dataclass(frozen=True)
@@ -138,11 +138,11 @@ class Worker:
         # computed, so sending overlaps backpropagation. Else sub-models interleave (send_order)
         self.layered = layered
         self._ready = 0                         # fragments (a prefix of the send order) released
-        # retransmitted fragments hold no window slot, up to this many (default: the window);
-        # each one beyond holds a slot again. Unbounded, a lossy round's recoveries piled up on
-        # the PS's link faster than it could answer them (5 % loss, window 16, in
+        # retransmitted fragments hold no window slot, up to this many (default: RECOVERY_WINDOWS
+        # windows); each one beyond holds a slot again. Unbounded, a lossy round's recoveries
+        # piled up on the PS's link faster than it could answer them (5 % loss, window 16, in
         # benchmarks/bench_loss.py: 13 s rounds, 41x the lossless one; bounded: 1.3 s)
-        self.recovery = RECOVERY_PER_WINDOW * window if recovery is None else recovery
+        self.recovery = RECOVERY_WINDOWS[loss_detection] * window if recovery is None else recovery
         if self.recovery < 0:
             raise ValueError(f"recovery bound {self.recovery} must not be negative")
         # selective repeat: at most ``window`` fragments await a result, anywhere in
