@@ -63,3 +63,14 @@ def test_tries_left_unanswered_by_every_peer_back_off_to_the_ceiling() -> None:
     assert waits[:5] == pytest.approx([0.012, 0.024, 0.024, 0.024, 0.024])   # random drops: 2 answer times
     # silence since the answer for over 4 caps (96 ms, at 0.128 s): on to the ceiling
     assert waits[5:] == pytest.approx([0.048, 0.05, 0.05, 0.05, 0.05])
+
+
+@pytest.mark.parametrize("mode, bound", [("rack", 3 * 4), ("dupack", 4), ("timeout", 4)])
+def test_the_recovery_bound_is_three_windows_under_random_loss_and_one_where_results_come_late(
+        mode: str, bound: int) -> None:
+    """Fragments in recovery hold no window slot up to the recovery bound (docs/protocol.md,
+    "Host behaviour"): three windows where loss is random, one where results are late by design
+    (preemption, contention), unless set."""
+    def worker(**kw) -> Worker:
+        return Worker(5, 1, PS_IP, WIP[1], [FragmentLabel(2, 4)], lanes=K, window=4, loss_detection=mode, **kw)
+    assert worker().recovery == bound and worker(recovery=2).recovery == 2
