@@ -35,7 +35,8 @@ import numpy as np
 from . import native as native_datapath
 from .agent import each_frame
 from .native.constants import SOL_UDP, UDP_GRO
-from .protocol import ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix, is_header_only
+from .protocol import (ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix,
+                       is_header_only)
 from .ps import ParameterServer
 from .worker import Worker, set_round_encoder
 from .worker_group import WorkerGroup
@@ -424,8 +425,9 @@ class UdpTransport:
         """Where ``frame``'s INA datagram ends (a longer frame is cut there); ProtocolError for a
         frame that cannot carry one."""
         end = ETH_IP_UDP_LEN + self._payload_len
-        if len(frame) == ETH_IP_UDP_LEN + HEADER_LEN and is_header_only(frame[43], frame[46] << 8 | frame[47], frame[56]):
-            end = len(frame)                     # the PS's query: the INA header alone
+        if len(frame) == ETH_IP_UDP_LEN + HEADER_LEN and is_header_only(frame[43], frame[46] << 8 | frame[47],
+                                                                        frame[56]):
+            end = len(frame)                     # a query or an ask: the INA header alone
         if len(frame) < end or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
             raise ProtocolError("not an option-less IPv4 frame long enough for INA")
         return end
@@ -527,8 +529,9 @@ class UdpTransport:
     def _frame(self, data: bytes, source: bytes) -> bytes | None:
         """The frame the agents see for a datagram from ``source`` (port ++ IPv4 address)."""
         need = self._payload_len
-        if len(data) == HEADER_LEN and data[0] >> 4 == INA_VERSION and is_header_only(data[1], data[4] << 8 | data[5], data[14]):
-            # the PS's query, sent without lanes
+        if len(data) == HEADER_LEN and data[0] >> 4 == INA_VERSION and is_header_only(data[1], data[4] << 8 | data[5],
+                                                                                      data[14]):
+            # a query or an ask, sent without lanes
             return frame_prefix(socket.inet_ntoa(source[2:]), self.ip, 0, 0, int.from_bytes(source[:2], "big"), 64,
                                 HEADER_LEN) + bytes([data[0] & 0xF0]) + data[1:]
         if len(data) < need or data[0] >> 4 != INA_VERSION:

@@ -53,8 +53,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .protocol import (DEFAULT_LANES, INA_UDP_PORT, INT32_MAX, INT32_MIN, WORKER_AGGREGATE, Flags,
-                       InaHeader, ProtocolError, build_frame, build_header_only, frame_fields, frame_lanes, frame_prefix,
-                       frame_records, pack_header)
+                       InaHeader, ProtocolError, build_frame, build_header_only, frame_fields, frame_lanes,
+                       frame_prefix, frame_records, pack_header)
 from .rto import RETRY_MIN, RtoEstimator
 
 Key = tuple[int, int, int, int]     # (job, round, sub-model, fragment)

@@ -28,8 +28,8 @@ import numpy as np
 
 from .agent import each_frame
 from .protocol import (DEFAULT_LANES, HEADER_LEN, INA_UDP_PORT, MAX_WORKERS, ROUND_BITS, Flags, InaHeader,
-                       ProtocolError, build_frame, build_frames, build_header_only, decode_lanes, encode_fragments, fragment_layout,
-                       frame_fields, frame_prefix, header_array, layer_order, send_order)
+                       ProtocolError, build_frame, build_frames, build_header_only, decode_lanes, encode_fragments,
+                       fragment_layout, frame_fields, frame_prefix, header_array, layer_order, send_order)
 from .rounds import Round
 from .rto import RETRY_MIN, RtoEstimator, smoothed
 from .worker_tuning import (ANSWER_BACKOFF, DEFAULT_WINDOW, DUPACK_THRESHOLD, FAST_RETRANSMIT_AFTER,  # noqa: F401

@@ -602,7 +602,8 @@ def test_the_native_loop_asks_with_the_header_alone() -> None:
         firsts = [ps_sock.recvfrom(4096)[0] for _ in range(2)]          # the window's first copies
         ask = ps_sock.recvfrom(4096)[0]                                 # fragment 0's probe
         h = P.InaHeader.unpack(ask[:24])
-        assert len(ask) == 24 and (h.fragment_id, h.flags, h.node_id, h.count, h.bitmap) == (0, P.Flags.RESEND, 0, 0, 0b10)
+        assert len(ask) == 24
+        assert (h.fragment_id, h.flags, h.node_id, h.count, h.bitmap) == (0, P.Flags.RESEND, 0, 0, 0b10)
         assert replace(h, flags=P.Flags(0), count=1) == P.InaHeader.unpack(firsts[0][:24])
         for frag in (0, 1):
             res = P.InaHeader(4, 0, 0, frag, 255, 2, 2, 0, 0b11, P.Flags.RESULT, 0)
