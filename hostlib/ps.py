@@ -519,8 +519,8 @@ class ParameterServer:
     def _on_ask(self, key: Key, e: Entry, job: JobConfig, worker: int, now: float) -> list[bytes]:
         """A worker's ask: its result of this fragment is overdue. Served like a RESEND where
         the fragment is complete; else the fragment is recovered now (reminders, and queries to
-        the workers it lacks, the asker too if its copy never came), unless a recovery went out
-        less than an answer round trip ago."""
+        the workers it lacks, the asker too if its copy never came) if it never was, or if this
+        worker asks again an answer round trip or more after the latest recovery."""
         if e.result is not None:
             return self._serve(key, e, job, worker, now)
         again = e.asked >> worker & 1
