@@ -258,16 +258,15 @@ static inline int64_t queue_of(const Xsk *x, uint64_t addr) {
 }
 
 /* the RX frames the Io's ring held, back to their queues' fill rings (each ring holds all of its
- * queue's frames, so there is always room for those taken out) */
+ * queue's frames, so there is always room for those taken out). take_rx holds them queue by
+ * queue, so they lie in runs of one queue: one pass */
 static void recycle_rx(Xsk *x) {
-    if (!x->nheld) return;
-    for (int64_t q = 0; q < x->nq; q++) {
-        uint32_t n = 0, idx;
-        for (int64_t i = 0; i < x->nheld; i++) n += queue_of(x, x->held[i]) == q;
-        if (!n) continue;
+    for (int64_t i = 0; i < x->nheld;) {
+        int64_t q = queue_of(x, x->held[i]), end = i + 1;
+        while (end < x->nheld && queue_of(x, x->held[end]) == q) end++;
+        uint32_t n = (uint32_t)(end - i), idx;
         xsk_ring_prod__reserve(&x->q[q].fill, n, &idx);
-        for (int64_t i = 0; i < x->nheld; i++)
-            if (queue_of(x, x->held[i]) == q) *xsk_ring_prod__fill_addr(&x->q[q].fill, idx++) = x->held[i];
+        for (; i < end; i++) *xsk_ring_prod__fill_addr(&x->q[q].fill, idx++) = x->held[i];
         xsk_ring_prod__submit(&x->q[q].fill, n);
     }
     x->nheld = 0;
