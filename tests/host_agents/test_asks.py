@@ -10,12 +10,7 @@ from hostlib.protocol import Flags, InaHeader, build_frame, build_header_only, p
 from hostlib.ps import JobConfig, ParameterServer
 from hostlib.rto import RtoEstimator
 
-K = 8
-PS_IP = "10.0.9.1"
-WIP = {w: f"10.0.0.{w + 1}" for w in range(4)}
-VIA = {1: "10.0.0.1", 2: "10.0.0.3"}
-V = {w: np.arange(K, dtype=np.int64) * (w + 1) + 1000 * w for w in range(4)}
-TOTAL = sum(V.values())
+from .test_agents_unit import PS_IP, TOTAL, VIA, WIP, K, V
 
 
 def _ps() -> ParameterServer:
