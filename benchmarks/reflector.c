@@ -22,7 +22,6 @@
 
 #define MAX_SUBS 256          /* sub-model ids the reflector keeps aggregators for */
 #define RX_SLOTS 64           /* recvmmsg slots (each up to 64 KiB with GRO) */
-#define GSO_MAX 64            /* segments per UDP_SEGMENT send */
 #define CMSG_BYTES 64
 
 /* counters, mirrored by benchmarks/reflector.py (ReflectorStats) */
@@ -188,7 +187,8 @@ static void on_payload(R *r, const uint8_t *p, int64_t len, const struct sockadd
  * GSO batch holding one sub-model's (a worker sharded over threads by sub-model reads each
  * batch on the socket of its first datagram's sub-model) */
 static void queue_multicast(R *r, const int64_t *multicast, int64_t nmulti) {
-    int64_t most = r->gso ? (65000 / r->need < GSO_MAX ? 65000 / r->need : GSO_MAX) : 1;
+    int64_t gso = gso_max_segments();     /* segments per UDP_SEGMENT send, as hostlib's */
+    int64_t most = r->gso ? (65000 / r->need < gso ? 65000 / r->need : gso) : 1;
     int64_t *order = r->order;       /* the batch's results, stably grouped by sub-model */
     int64_t n = 0;
     for (int64_t i = 0; i < nmulti; i++) r->seen[i] = 0;

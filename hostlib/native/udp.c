@@ -4,7 +4,6 @@
  * timer needs Python. hostlib/native/udp.py drives them. */
 #include "inahost.h"
 
-#define GSO_MAX 64          /* segments per UDP_SEGMENT send (UDP_MAX_SEGMENTS of older kernels) */
 #define CMSG_BYTES 64
 
 /* gso: batch datagrams to one destination into UDP_SEGMENT sends and read UDP_GRO-coalesced
@@ -17,7 +16,7 @@ Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t ds
     Io *io = calloc(1, sizeof(Io));
     if (!io) return NULL;
     io->fd = fd; io->lanes = lanes; io->need = HDR + 4 * lanes; io->frame_len = PREFIX + io->need;
-    io->gso = gso;
+    io->gso = gso ? gso_max_segments() : 0;      /* segments per UDP_SEGMENT send; 0: none */
     /* a coalesced datagram is at most 64 KiB, whatever the segment size */
     io->cap = cap; io->bufsize = (gso ? 65536 : io->need) + 64; io->txcap = txcap;
     io->dst_port = dst_port;
@@ -97,7 +96,7 @@ static inline uint64_t gso_key(const uint8_t *f) {
 #define GSO_GROUPS 256      /* groups per pass; more (sub-models x destinations): no GSO this pass */
 #define GSO_TABLE 512       /* open addressing over the groups' keys */
 
-/* GSO: the frames grouped by destination and sub-model (order kept within each), GSO_MAX per message */
+/* GSO: the frames grouped by destination and sub-model (order kept within each), io->gso per message */
 static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
     uint64_t key[GSO_GROUPS];
     int64_t cnt[GSO_GROUPS], start[GSO_GROUPS], nd = 0;
@@ -123,12 +122,12 @@ static int send_gso(Io *io, const uint8_t *const *frames, int64_t m) {
         io->txiov[i].iov_base = (void *)(io->txsorted[i] + PREFIX);
         io->txiov[i].iov_len = ina_len(io->txsorted[i] + PREFIX, io->need);
     }
-    /* one message per GSO_MAX datagrams of a group (64 KiB a send); the groups lie in order,
+    /* one message per io->gso datagrams of a group (64 KiB at most a send); the groups lie in order,
      * header-only frames in groups of their own (one segment size per message) */
     int64_t nmsgs = 0;
     for (int64_t g = 0, i = 0; g < nd; g++) {
         uint32_t d = (uint32_t)(key[g] >> 16);          /* the destination, as gso_key took it */
-        int64_t seg = key[g] >> 48 ? HDR : io->need, most = 65000 / seg < GSO_MAX ? 65000 / seg : GSO_MAX;
+        int64_t seg = key[g] >> 48 ? HDR : io->need, most = 65000 / seg < io->gso ? 65000 / seg : io->gso;
         for (int64_t end = i + cnt[g]; i < end;) {
             int64_t j = i + most < end ? i + most : end;
             struct sockaddr_in *a = &io->txnames[nmsgs];
