@@ -409,6 +409,8 @@ class UdpTransport:
         self.native = native
         self._rings: native_datapath.SocketRings | None = None
         self.sock = udp_socket(ip, port, buffer_bytes, shard)
+        # wake(): makes a wait for datagrams (run_udp's, in Python or C) return at once
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self.send_dropped = 0            # datagrams the full socket buffer did not take
         self._payload_len = HEADER_LEN + 4 * lanes
         # datagrams longer than an INA payload are cut here: only the first _payload_len bytes
@@ -489,15 +491,23 @@ class UdpTransport:
 
     def recv_many(self, timeout: float, max_frames: int | None = None) -> list[bytes]:
         """Every frame that arrives within ``timeout`` seconds of waiting, up to ``max_frames``
-        (default ``batch``): returns as soon as the socket is empty after at least one arrived."""
+        (default ``batch``): returns as soon as the socket is empty after at least one arrived,
+        or at once when :meth:`wake` is called."""
         limit = self.batch if max_frames is None else max_frames
         out: list[bytes] = []
         got = self._drain(out, limit)
         if not got and timeout > 0:
-            r, _, _ = select.select([self.sock], [], [], timeout)
-            if r:
+            r, _, _ = select.select([self.sock, self._wake_fd], [], [], timeout)
+            if self._wake_fd in r:
+                os.eventfd_read(self._wake_fd)
+            if self.sock in r:
                 self._drain(out, limit)
         return out
+
+    def wake(self) -> None:
+        """End a wait for datagrams on this socket now (from another thread): :func:`run_udp`
+        then checks its stop condition at once instead of at its next ``poll``."""
+        os.eventfd_write(self._wake_fd, 1)
 
     def _drain(self, out: list[bytes], limit: int) -> int:
         """Read datagrams without blocking until the socket is empty or ``limit`` are read;
@@ -548,6 +558,12 @@ class UdpTransport:
     def close(self) -> None:
         self.sock.close()
         self._release_rings()
+        self._close_wake()
+
+    def _close_wake(self) -> None:
+        if self._wake_fd >= 0:
+            os.close(self._wake_fd)
+            self._wake_fd = -1
 
     # ------------------------------------------------------------------ the C loops' state
     def _native_rings(self) -> "native_datapath.SocketRings":
@@ -562,6 +578,7 @@ class UdpTransport:
                 except OSError:
                     gso = False
             self._rings = native_datapath.SocketRings(self.sock.fileno(), self.lanes, self.dst_port, gso)
+            self._rings.io.wake_fd = self._wake_fd
         return self._rings
 
     def _release_rings(self) -> None:

@@ -151,9 +151,15 @@ class ShardedWorker:
 
     def serve(self, stop: Callable[[], bool], timeout: float = math.inf, poll: float = 0.05) -> bool:
         """Keep answering the PS (its queries about the last round) in every shard's thread
-        until ``stop()`` (checked every ``poll`` s) or ``timeout`` s; True if it stopped."""
+        until ``stop()`` (checked every ``poll`` s, and at once on :meth:`wake`) or ``timeout``
+        s; True if it stopped."""
         return all(_in_threads([lambda wk=wk, tr=tr: run_udp(wk, tr, timeout, stop=stop, poll=poll)
                                 for wk, tr in zip(self.workers, self.transports)]))
+
+    def wake(self) -> None:
+        """Make a running :meth:`serve` check its stop condition now (from another thread)."""
+        for tr in self.transports:
+            tr.wake()
 
     def done(self) -> bool:
         return all(wk.done() for wk in self.workers)

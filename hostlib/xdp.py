@@ -72,6 +72,7 @@ class XdpTransport(UdpTransport):
             mac = _ifreq(self.sock, SIOCGIFHWADDR, self.interface)[18:24]
             try:
                 self._rings = native_udp_io.SocketRings(self.sock.fileno(), lanes, dst_port, gso=False)
+                self._rings.io.wake_fd = self._wake_fd
             except NativeUnavailable as e:
                 raise XdpUnavailable(f"AF_XDP runs the native data path, which is unavailable: {e}") from None
             self.port = self.sock.getsockname()[1]             # port 0: the one the kernel chose
@@ -145,6 +146,7 @@ class XdpTransport(UdpTransport):
         if rings is not None:
             rings.close()
         self.sock.close()
+        self._close_wake()
 
     def info(self) -> dict:
         """hostlib.native.xdp.XskPort.info: mode, zero-copy, datagrams sent through the kernel."""

@@ -213,7 +213,11 @@ class InaAllReduce:
     collective that waits for the lagging worker — would leave that worker stuck for good.
     """
 
-    IDLE_POLL = 0.002           # s: how soon a call takes the socket back from the idle server
+    # s: the idle server's own check of its stop condition; a call takes the socket back at once
+    # (it wakes the server), so this only bounds a missed wake-up. Polling every 2 ms instead cost
+    # each call 1.6 ms on average to stop the server, 9 % of a training step (2 calls of 1 and
+    # 3.4 MB, loopback, 2-core AMD EPYC)
+    IDLE_POLL = 0.05
 
     def __init__(self, job: InaJob, worker_id: int, *, window: int = DEFAULT_WINDOW, timeout: float = 60.0,
                  threads: int = 1) -> None:
@@ -339,6 +343,7 @@ class InaAllReduce:
     def _stop_idle(self) -> None:
         if self._idle is not None:
             self._idle_stop.set()
+            self.worker.wake()
             self._idle.join()
             self._idle = None
 

@@ -281,6 +281,9 @@ typedef struct {
     void *bypass;
     int (*bypass_fill)(void *bypass, void *io, double wait);
     int (*bypass_send)(void *bypass, void *io, const uint8_t *const *frames, const int64_t *lens, int64_t n);
+    /* a descriptor (an eventfd; -1: none) whose readiness ends a wait of the loops at once, so
+     * that their caller checks its stop condition now rather than at its next poll; woken: it did */
+    int64_t wake_fd, woken;
 } Io;
 
 #endif

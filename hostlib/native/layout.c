@@ -44,7 +44,7 @@ static const struct {
     FIELD(Io, txiov), FIELD(Io, txnames), FIELD(Io, ho_data), FIELD(Io, ho_len), FIELD(Io, ho_source),
     FIELD(Io, seg_off), FIELD(Io, seg_size), FIELD(Io, last_pos), FIELD(Io, last_off), FIELD(Io, rxctl),
     FIELD(Io, txctl), FIELD(Io, txgid), FIELD(Io, txsorted), FIELD(Io, bypass), FIELD(Io, bypass_fill),
-    FIELD(Io, bypass_send),
+    FIELD(Io, bypass_send), FIELD(Io, wake_fd), FIELD(Io, woken),
 };
 
 /* Field i of the table: its struct's and its own name and its offset; 0 past the end. */

@@ -61,7 +61,8 @@ class CIo(ctypes.Structure):
                 + [("ho_data", _ptr), ("ho_len", _i64), ("ho_source", ctypes.c_uint8 * 6)]
                 + [(n, _i64) for n in ("seg_off", "seg_size", "last_pos", "last_off")]
                 + [(n, _ptr) for n in ("rxctl", "txctl", "txgid", "txsorted", "bypass", "bypass_fill",
-                                       "bypass_send")])
+                                       "bypass_send")]
+                + [("wake_fd", _i64), ("woken", _i64)])
 
 
 MIRRORS: tuple[type[ctypes.Structure], ...] = (CRto, CWorker, CJob, CPs, CIo)

@@ -20,6 +20,7 @@ Io *ina_io_new(int64_t fd, int64_t lanes, int64_t cap, int64_t txcap, int64_t ds
     /* a coalesced datagram is at most 64 KiB, whatever the segment size */
     io->cap = cap; io->bufsize = (gso ? 65536 : io->need) + 64; io->txcap = txcap;
     io->dst_port = dst_port;
+    io->wake_fd = -1;
     io->rxctl = calloc(cap, CMSG_BYTES);
     io->txctl = calloc(txcap, CMSG_BYTES);
     io->txgid = calloc(txcap, sizeof(int32_t));
@@ -203,11 +204,17 @@ static int io_fill(Io *io, double wait) {
     io_reset_msgs(io);
     int r = recvmmsg((int)io->fd, io->rxmsgs, (unsigned)io->cap, MSG_DONTWAIT, NULL);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait > 0) {
-        struct pollfd pfd = {(int)io->fd, POLLIN, 0};
+        struct pollfd pfd[2] = {{(int)io->fd, POLLIN, 0}, {(int)io->wake_fd, POLLIN, 0}};
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-        int p = ppoll(&pfd, 1, &ts, NULL);
+        int p = ppoll(pfd, io->wake_fd >= 0 ? 2 : 1, &ts, NULL);
         if (p < 0 && errno != EINTR) return -errno;
         if (p <= 0) return 0;
+        if (io->wake_fd >= 0 && pfd[1].revents & POLLIN) {
+            uint64_t count;
+            if (read((int)io->wake_fd, &count, sizeof(count)) < 0) { /* drained by another reader */ }
+            io->woken = 1;
+        }
+        if (!(pfd[0].revents & POLLIN)) return 0;
         r = recvmmsg((int)io->fd, io->rxmsgs, (unsigned)io->cap, MSG_DONTWAIT, NULL);
     }
     if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
@@ -269,8 +276,8 @@ static void io_unread(Io *io) {
 }
 
 /* The C loops' wait, at ``*now`` (s since t0): EV_TIMER when the deadline ``dl`` is due,
- * EV_POLL when ``until`` passed, -errno on a socket error; else read what arrives by the
- * earlier of the two into the ring, set ``*now`` and return 0 (go on). */
+ * EV_POLL when ``until`` passed or io->wake_fd woke the wait, -errno on a socket error; else
+ * read what arrives by the earlier of the two into the ring, set ``*now`` and return 0 (go on). */
 static int io_wait(Io *io, double t0, double dl, double until, double *now) {
     *now = mono() - t0;
     if (dl <= *now) return EV_TIMER;
@@ -278,6 +285,10 @@ static int io_wait(Io *io, double t0, double dl, double until, double *now) {
     int r = io_fill(io, (dl < until ? dl : until) - *now);
     if (r < 0) return r;
     *now = mono() - t0;
+    if (io->woken) {                      /* the caller wants its stop condition checked now */
+        io->woken = 0;
+        return EV_POLL;
+    }
     return 0;
 }
 
@@ -286,6 +297,7 @@ static int io_wait(Io *io, double t0, double dl, double until, double *now) {
 int ina_io_poll(Io *io, double wait) {
     if (io_next(io)) return 1;
     int r = io_fill(io, wait);
+    io->woken = 0;                        /* nothing read: the caller checks its stop condition */
     if (r < 0) return r;
     return io_next(io) != NULL;
 }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from hostlib.rto import RtoEstimator
 from hostlib.worker import FragmentLabel, Worker
 
 from loopback import require_loopback_udp
+
+from .udp_threads import serving
 
 K = 16
 
@@ -49,3 +52,35 @@ def test_two_workers_and_a_ps_over_udp_loopback() -> None:
     for wk in workers:
         assert wk.done() and np.array_equal(wk.result_fixed(), want)
     assert ps.stats.received == {"plain": 2 * 7}
+
+
+@pytest.mark.parametrize("native", [False, None], ids=["python-loop", "native-where-available"])
+@pytest.mark.parametrize("agent", ["ps", "worker-after-its-round", "worker-before-a-round"])
+def test_wake_ends_a_serve_at_once(agent: str, native: bool | None) -> None:
+    """``UdpTransport.wake`` ends run_udp's wait: its stop condition is checked now, not at the
+    next ``poll`` (a minute here). InaAllReduce takes its socket back from the idle server so."""
+    net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
+    ips = [f"{net}.{i}" for i in (1, 2)]
+    require_loopback_udp(*ips)
+    transports = [UdpTransport(ip, lanes=K, native=native) for ip in ips]
+    rto = RtoEstimator(initial=0.2, minimum=0.05, maximum=0.5)
+    ps = ParameterServer(ips[0], {3: JobConfig({0: (ips[1], 0)})}, lanes=K, timeout=rto)
+    wk = Worker(3, 0, ips[0], ips[1], [FragmentLabel(0, 1)], lanes=K, window=3, rto=RtoEstimator(initial=0.2))
+    try:
+        if agent == "worker-after-its-round":
+            wk.push(np.arange(40.0))
+            with serving(ps, transports[0]):
+                assert run_udp(wk, transports[1], 10.0)
+        served, tr = (ps, transports[0]) if agent == "ps" else (wk, transports[1])
+        stop, stopped = threading.Event(), []
+        serve = threading.Thread(target=lambda: stopped.append(run_udp(served, tr, 120.0, stop.is_set, poll=60.0)))
+        serve.start()
+        time.sleep(0.3)                   # in its wait by now
+        stop.set()
+        t0 = time.monotonic()
+        tr.wake()
+        serve.join(60.0)
+        assert stopped == [True] and time.monotonic() - t0 < 5.0
+    finally:
+        for t in transports:
+            t.close()
