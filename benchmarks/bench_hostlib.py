@@ -46,6 +46,7 @@ from hostlib.ps import JobConfig, ParameterServer  # noqa: E402
 from hostlib.rto import RtoEstimator  # noqa: E402
 from hostlib.shards import ShardedPs, ShardedWorker, equal_parts  # noqa: E402
 from hostlib.worker import FragmentLabel, Worker  # noqa: E402
+from hostlib.worker_tuning import LOOPBACK_WINDOW  # noqa: E402
 
 K = P.DEFAULT_LANES
 JOB = 7
@@ -368,7 +369,9 @@ def main() -> None:
     ap.add_argument("--threads", type=thread_counts, default=[1],
                     help="UDP benchmark: also with each worker and the PS sharded over this many threads "
                          "(comma-separated list; the gradient is cut into one sub-model per thread)")
-    ap.add_argument("--window", type=int, default=64, help="worker window (fragments awaiting a result)")
+    ap.add_argument("--window", type=int, default=LOOPBACK_WINDOW,
+                    help=f"worker window (fragments awaiting a result; default {LOOPBACK_WINDOW}, hostlib's for "
+                         "jobs no switch aggregates)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
     ap.add_argument("--only", default="codec,worker,ps,send,udp", help="comma-separated subset to run")
     ap.add_argument("--skip-python-udp", action="store_true", help="UDP all-reduce: native and gloo only")

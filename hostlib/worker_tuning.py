@@ -34,6 +34,13 @@ NODE_TRIES = 2
 # run-fattree keeps 8: lossless on a 2-core machine, 10 made its ARO and InArt rounds ~8 % slower
 # (spurious resends under CPU jitter), though its twin runs every scheme the same with either.
 DEFAULT_WINDOW = 10
+# The window of a job no switch aggregates (every label node 0, e.g. training.local on loopback):
+# no aggregator pool bounds it, only the round trip through the PS, and a window of first copies
+# then fills one UDP_SEGMENT send (128 segments on recent kernels). 2-core AMD EPYC, loopback,
+# 2 workers: training.local's WIDE step 46 ms with 64, 38-40 ms with 128, 40-47 ms with 256 and
+# 512 (gloo 13-20 ms in the same runs); bench_hostlib's 8 MB all-reduce 1.4 Gb/s with 64,
+# 1.9-2.1 with 128 and 256.
+LOOPBACK_WINDOW = 128
 # Where the nodes keep their completed results (the v1model program, rule 8), a retry at the node
 # never goes unanswered for long: it completes the partial, gets the kept result, or turns into a
 # RESEND at the switch itself. Most retries there are duplicates — a peer's copy was lost and every

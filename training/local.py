@@ -22,15 +22,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hostlib.protocol import MAX_WORKERS
+from hostlib.worker_tuning import LOOPBACK_WINDOW
 
 from .allreduce import InaJob, serve_ps
 from .launch import MODES, machine, merge, read_rows, wait_workers, worker_command, write_report
-
-
-# fragments in flight per worker thread: no switch shares its aggregators here, so the window
-# only has to cover the round trip through the PS (the fabric's default, 10, is sized for
-# switch pools and leaves loopback waiting on round trips)
-LOOPBACK_WINDOW = 64
 
 
 def free_port(host: str = "127.0.0.1") -> int:

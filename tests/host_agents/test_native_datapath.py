@@ -506,9 +506,9 @@ def _ps_proc(ip: str, ips: list[str], ready: Any, stop: Any, q: Any) -> None:
     tr.close()
 
 
-def _worker_proc(w: int, ip: str, ps_ip: str, n_workers: int, rounds: int, q: Any) -> None:
+def _worker_proc(w: int, ip: str, ps_ip: str, n_workers: int, rounds: int, window: int, q: Any) -> None:
     tr = UdpTransport(ip, lanes=16)
-    wk = Worker(4, w, ps_ip, ip, [FragmentLabel(0, n_workers)], lanes=16, window=64,
+    wk = Worker(4, w, ps_ip, ip, [FragmentLabel(0, n_workers)], lanes=16, window=window,
                 rto=RtoEstimator(initial=0.5, minimum=0.2, maximum=1.0))
     out = []
     for rnd in range(rounds):
@@ -517,12 +517,13 @@ def _worker_proc(w: int, ip: str, ps_ip: str, n_workers: int, rounds: int, q: An
         if not run_udp(wk, tr, 60.0):
             raise RuntimeError(f"worker {w} round {rnd} timed out")
         out.append(wk.result_fixed())
-    q.put(("worker", w, out, wk.stats.sent))
+    q.put(("worker", w, out, wk.stats.sent, tr._native_rings().io.gso))
     tr.close()
 
 
-@pytest.mark.parametrize("n_workers", [2, 3])
-def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int) -> None:
+# window 256: more fragments than one UDP_SEGMENT send takes (64 or 128 segments, as probed)
+@pytest.mark.parametrize("n_workers, window", [(2, 64), (3, 64), (2, 256)])
+def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int, window: int) -> None:
     net = _net()
     ps_ip, ips = f"{net}.1", [f"{net}.{w + 2}" for w in range(n_workers)]
     ctx = mp.get_context("fork")
@@ -531,7 +532,7 @@ def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int) -> None:
     procs = [ctx.Process(target=_ps_proc, args=(ps_ip, ips, ready, stop, q))]
     procs[0].start()
     assert ready.wait(60)
-    procs += [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, n_workers, rounds, q))
+    procs += [ctx.Process(target=_worker_proc, args=(w, ips[w], ps_ip, n_workers, rounds, window, q))
               for w in range(n_workers)]
     for p in procs[1:]:
         p.start()
@@ -549,6 +550,8 @@ def test_udp_loopback_allreduce_in_processes_is_exact(n_workers: int) -> None:
                    .reshape(-1)[:20_000].astype(np.int64) for w in range(n_workers))
         for r in reports[:-1]:
             assert np.array_equal(r[2][rnd], want), (rnd, r[1])
+    # segments per UDP_SEGMENT send: 0 without GSO (INAHOST_GSO=0), else what the kernel takes
+    assert {r[4] for r in reports[:-1]} <= {0, 64, 128}
     ps = reports[-1]
     assert ps[2] == rounds * frags and ps[3] == 0
     assert ps[1].get("plain", 0) == rounds * frags * n_workers
