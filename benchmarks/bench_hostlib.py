@@ -13,6 +13,10 @@
            127.0.0.1 (torch.distributed, in place), and the ratio native/gloo of their wall-clock rates;
            with --xdp also every agent in a network namespace of its own on a bridge (root),
            on AF_XDP (hostlib.xdp) and then on UDP sockets
+  floor    the kernel's part of that all-reduce alone: a round's datagrams sent and read over
+           loopback sockets as the C path batches them, with no protocol work, with and without
+           GSO/GRO; their system CPU spread over the cores bounds the rate any host path on these
+           sockets can reach, printed next to gloo's
 
 "Gradient payload" is 4 bytes per gradient element (float32), whatever the wire carries. The
 single-threaded lines are one core by construction (best of --repeat runs, wall time); the UDP
@@ -345,6 +349,70 @@ def bench_star(n: int, rounds: int, workers: int, window: int) -> dict[str, floa
         return {}
 
 
+def _floor_receive(ip: str, gso: bool, expect: int, ready: mp.Event, q: mp.Queue) -> None:
+    _no_gso(gso)
+    tr = UdpTransport(ip, lanes=K, buffer_bytes=64 << 20)
+    rings = tr._native_rings()
+    ready.set()
+    c0, got = _cpu(), 0
+    while got < expect and rings.lib.ina_io_poll(rings.handle, 0.5 if got else 60.0) > 0:
+        got += 1                          # 0.5 s without a datagram: the sender is done
+    q.put(("receive", _cpu() - c0, got))
+    tr.close()
+
+
+def _floor_send(ip: str, gso: bool, frames: bytes, n: int, rounds: int, q: mp.Queue) -> None:
+    _no_gso(gso)
+    tr = UdpTransport(ip, lanes=K)
+    rings = tr._native_rings()
+    base = np.frombuffer(frames, dtype=np.uint8).ctypes.data
+    ptrs = (base + np.arange(n, dtype=np.uint64) * (len(frames) // n)).astype(np.uint64)
+    c0 = _cpu()
+    for _ in range(rounds):
+        for i in range(0, n, 1024):       # a window's worth at a time, as the hosts send
+            rings.lib.ina_io_send(rings.handle, ptrs[i:].ctypes.data, min(1024, n - i))
+            time.sleep(0)
+    q.put(("send", _cpu() - c0, n * rounds))
+    tr.close()
+
+
+def bench_floor(n: int, rounds: int, workers: int, gso: bool) -> float:
+    """The kernel's part of a round, alone: one process sends one worker's first copies (n
+    values, K lanes a datagram) ``rounds`` times over loopback as hostlib's C path sends them
+    (UDP_SEGMENT batches where ``gso``), another reads them (UDP_GRO) as the C loops do, with no
+    protocol work. A round of ``workers`` workers and a PS on loopback sends and reads
+    2 x workers times as many datagrams (first copies up, one result per worker down), so its
+    system CPU, spread over the machine's cores, bounds what any host path on these sockets
+    can reach. Returns that bound (Gb/s of gradient, wall)."""
+    net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
+    frags = -(-n // K)
+    headers = P.header_array(frags, job_id=JOB, node_id=0, submodel_id=0, fragment_id=np.arange(frags), worker_id=0,
+                             fan_in=workers, priority=0, bitmap=1, round=0)
+    frames = P.build_frames(headers, P.encode_fragments(_gradient(n), None, 16, K), src_ip=f"{net}.2",
+                            dst_ip=f"{net}.1")
+    ctx = mp.get_context("fork")
+    ready, q = ctx.Event(), ctx.Queue()
+    rx = ctx.Process(target=_floor_receive, args=(f"{net}.1", gso, frags * rounds, ready, q))
+    rx.start()
+    ready.wait(60)
+    tx = ctx.Process(target=_floor_send, args=(f"{net}.2", gso, frames, frags, rounds, q))
+    tx.start()
+    reports = {r[0]: r[1:] for r in (q.get(timeout=600), q.get(timeout=600))}
+    for p in (tx, rx):
+        p.join(60)
+    (send_cpu, sent), (recv_cpu, got) = reports["send"], reports["receive"]
+    per_datagram = send_cpu[1] / sent + recv_cpu[1] / max(got, 1)     # system seconds, both ends
+    round_cpu = per_datagram * 2 * workers * frags
+    wall = round_cpu / min(os.cpu_count() or 1, workers + 1)
+    bound = n * 32 / wall / 1e9
+    label = "UDP loopback, GSO/GRO" if gso else "UDP loopback, a datagram at a time"
+    print(f"{'kernel floor, %s, %.1f MB' % (label, n * 4 / 2**20):<56} "
+          f"{per_datagram * 1e9:8.0f} ns/datagram {round_cpu * 1e3:8.2f} ms system CPU a round  <= {bound:.3f} Gb/s wall")
+    print(f"    {2 * workers} x {frags:,} datagrams a round ({workers} workers + PS), sent and read once each, spread over "
+          f"{min(os.cpu_count() or 1, workers + 1)} cores; measured on {sent:,} sent, {got:,} read")
+    return bound
+
+
 def bench_gloo(n: int, rounds: int, workers: int) -> float | None:
     """gloo's all-reduce of the same float32 vector between ``workers`` processes on 127.0.0.1,
     in place (no per-round copy); returns its wall-clock rate (Gb/s of gradient payload), None
@@ -373,7 +441,7 @@ def main() -> None:
                     help=f"worker window (fragments awaiting a result; default {LOOPBACK_WINDOW}, hostlib's for "
                          "jobs no switch aggregates)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
-    ap.add_argument("--only", default="codec,worker,ps,send,udp", help="comma-separated subset to run")
+    ap.add_argument("--only", default="codec,worker,ps,send,udp,floor", help="comma-separated subset to run")
     ap.add_argument("--skip-python-udp", action="store_true", help="UDP all-reduce: native and gloo only")
     ap.add_argument("--xdp", action="store_true",
                     help="UDP all-reduce: also with the PS and each worker in a network namespace of its own around "
@@ -392,8 +460,8 @@ def main() -> None:
         bench_ps(n, args.repeat, args.workers)
     if "send" in only:
         bench_send(n, args.repeat)
+    m, ina, star_rates, floors = int(args.udp_mb * 2**20 / 4), None, {}, {}
     if "udp" in only:
-        m = int(args.udp_mb * 2**20 / 4)
         if not args.skip_python_udp:
             bench_udp(m, args.rounds, args.workers, args.window, native=False)
         ina = bench_udp(m, args.rounds, args.workers, args.window, native=True) if native.available() else None
@@ -405,12 +473,20 @@ def main() -> None:
             # what the same hosts do where every datagram is sent and read on its own (Mininet)
             bench_udp(m, args.rounds, args.workers, args.window, native=True, gso=False)
         star_rates = bench_star(m, args.rounds, args.workers, args.window) if args.xdp and ina is not None else {}
+    if "floor" in only and native.available():
+        floors = {gso: bench_floor(m, max(args.rounds, 10), args.workers, gso)
+                  for gso in ([True, False] if native.loopback_gso("127.0.0.1") else [False])}
+    if "udp" in only or floors:
         gloo = bench_gloo(m, args.rounds, args.workers)
         if ina is not None and gloo:
             print(f"{'INA (native) / gloo, wall-clock rate':<56} {ina / gloo:8.2f}x")
             for io, rate in star_rates.items():
                 print(f"{'INA on the bridge, %s / gloo' % ('AF_XDP' if io == 'xdp' else 'UDP sockets'):<56} "
                       f"{rate / gloo:8.2f}x")
+        for gso, bound in floors.items():
+            if gloo:
+                print(f"{'kernel floor %s / gloo, at most' % ('(GSO/GRO)' if gso else '(a datagram at a time)'):<56} "
+                      f"{bound / gloo:8.2f}x")
 
 
 if __name__ == "__main__":
