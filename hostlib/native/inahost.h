@@ -61,7 +61,8 @@ static inline int64_t gso_max_segments(void) {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t alen = sizeof(a);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr *)&a, &alen) == 0) {
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0
+        && getsockname(fd, (struct sockaddr *)&a, &alen) == 0) {
         uint8_t payload[GSO_SEGMENTS_MAX] = {0};
         union { char buf[CMSG_SPACE(sizeof(uint16_t))]; struct cmsghdr align; } ctl;
         struct iovec iov = {payload, sizeof(payload)};
