@@ -337,7 +337,7 @@ class Worker:
 
     def result_fixed(self) -> np.ndarray:
         """The aggregated gradient in fixed point (int64, one value per gradient element)."""
-        return self._cur.result_fixed() if self._cur is not None else np.zeros(0, dtype=np.int64)
+        return self._cur.result_fixed(self._done) if self._cur is not None else np.zeros(0, dtype=np.int64)
 
     def result(self) -> np.ndarray:
         """The aggregated gradient as floats (valid once ``done``)."""

@@ -23,9 +23,10 @@ def _worker(w: int = 1, window: int = 3, n_frags: int = 10) -> Worker:
     return wk
 
 
-def _result(job: int, frag: int, values: np.ndarray, sub: int = 0, dst: str = WIP[1], node: int = 2) -> bytes:
-    """A RESULT from the switch of node ``node`` (0: from the PS, as the answer to a RESEND)."""
-    h = InaHeader(job, node, sub, frag, 255, 4, 4, 0, 0b1111, Flags.RESULT)
+def _result(job: int, frag: int, values: np.ndarray, sub: int = 0, dst: str = WIP[1], node: int = 2,
+            rnd: int = 0) -> bytes:
+    """A RESULT of round ``rnd`` from the switch of node ``node`` (0: from the PS, as the answer to a RESEND)."""
+    h = InaHeader(job, node, sub, frag, 255, 4, 4, 0, 0b1111, Flags.RESULT, rnd)
     return build_frame(h, values.astype(np.int32), src_ip=PS_IP, dst_ip=dst)
 
 
