@@ -393,14 +393,15 @@ def _floor_send(ip: str, gso: bool, frames: bytes, n: int, rounds: int, q: mp.Qu
     tr.close()
 
 
-def bench_floor(n: int, rounds: int, workers: int, gso: bool) -> float:
+def bench_floor(n: int, rounds: int, workers: int, gso: bool, repeat: int = 3) -> float:
     """The kernel's part of a round, alone: one process sends one worker's first copies (n
     values, K lanes a datagram) ``rounds`` times over loopback as hostlib's C path sends them
-    (UDP_SEGMENT batches where ``gso``), another reads them (UDP_GRO) as the C loops do, with no
+    (UDP_SEGMENT batches where ``gso``), another reads them (coalesced where ``gso``), with no
     protocol work. A round of ``workers`` workers and a PS on loopback sends and reads
     2 x workers times as many datagrams (first copies up, one result per worker down), so its
     system CPU, spread over the machine's cores, bounds what any host path on these sockets
-    can reach. Returns that bound (Gb/s of gradient, wall)."""
+    can reach. The cheapest of ``repeat`` tries (a bound: whatever else runs only adds to the
+    cost). Returns that bound (Gb/s of gradient, wall)."""
     net = f"127.{random.randint(20, 250)}.{random.randint(1, 250)}"
     frags = -(-n // K)
     headers = P.header_array(frags, job_id=JOB, node_id=0, submodel_id=0, fragment_id=np.arange(frags), worker_id=0,
@@ -408,17 +409,21 @@ def bench_floor(n: int, rounds: int, workers: int, gso: bool) -> float:
     frames = P.build_frames(headers, P.encode_fragments(_gradient(n), None, 16, K), src_ip=f"{net}.2",
                             dst_ip=f"{net}.1")
     ctx = mp.get_context("fork")
-    ready, q = ctx.Event(), ctx.Queue()
-    rx = ctx.Process(target=_floor_receive, args=(f"{net}.1", gso, frags * rounds, ready, q))
-    rx.start()
-    ready.wait(60)
-    tx = ctx.Process(target=_floor_send, args=(f"{net}.2", gso, frames, frags, rounds, q))
-    tx.start()
-    reports = {r[0]: r[1:] for r in (q.get(timeout=600), q.get(timeout=600))}
-    for p in (tx, rx):
-        p.join(60)
-    (send_cpu, sent), (recv_cpu, got) = reports["send"], reports["receive"]
-    per_datagram = send_cpu[1] / sent + recv_cpu[1] / max(got, 1)     # system seconds, both ends
+    tries = []
+    for _ in range(repeat):
+        ready, q = ctx.Event(), ctx.Queue()
+        rx = ctx.Process(target=_floor_receive, args=(f"{net}.1", gso, frags * rounds, ready, q))
+        rx.start()
+        ready.wait(60)
+        tx = ctx.Process(target=_floor_send, args=(f"{net}.2", gso, frames, frags, rounds, q))
+        tx.start()
+        reports = {r[0]: r[1:] for r in (q.get(timeout=600), q.get(timeout=600))}
+        for p in (tx, rx):
+            p.join(60)
+        (send_cpu, sent), (recv_cpu, got) = reports["send"], reports["receive"]
+        # system seconds per datagram, both ends
+        tries.append((send_cpu[1] / sent + recv_cpu[1] / max(got, 1), sent, got))
+    per_datagram, sent, got = min(tries)
     round_cpu = per_datagram * 2 * workers * frags
     cores = min(os.cpu_count() or 1, workers + 1)
     bound = n * 32 / (round_cpu / cores) / 1e9
@@ -426,7 +431,8 @@ def bench_floor(n: int, rounds: int, workers: int, gso: bool) -> float:
     print(f"{'kernel floor, %s, %.1f MB' % (label, n * 4 / 2**20):<56} {per_datagram * 1e9:8.0f} ns/datagram "
           f"{round_cpu * 1e3:8.2f} ms system CPU a round  <= {bound:.3f} Gb/s wall")
     print(f"    {2 * workers} x {frags:,} datagrams a round ({workers} workers + PS), sent and read once each, "
-          f"spread over {cores} cores; measured on {sent:,} sent, {got:,} read")
+          f"spread over {cores} cores; cheapest of {repeat} tries of {sent:,} sent, {got:,} read "
+          f"({', '.join(f'{t[0] * 1e9:.0f}' for t in tries)} ns)")
     return bound
 
 
@@ -457,7 +463,8 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=LOOPBACK_WINDOW,
                     help=f"worker window (fragments awaiting a result; default {LOOPBACK_WINDOW}, hostlib's for "
                          "jobs no switch aggregates)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per single-threaded benchmark (best is printed)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per single-threaded benchmark and per kernel floor (the best is printed)")
     ap.add_argument("--only", default="codec,worker,ps,send,udp,floor", help="comma-separated subset to run")
     ap.add_argument("--skip-python-udp", action="store_true", help="UDP all-reduce: native and gloo only")
     ap.add_argument("--xdp", action="store_true",
@@ -491,7 +498,7 @@ def main() -> None:
             bench_udp(m, args.rounds, args.workers, args.window, native=True, gso=False)
         star_rates = bench_star(m, args.rounds, args.workers, args.window) if args.xdp and ina is not None else {}
     if "floor" in only and native.available():
-        floors = {gso: bench_floor(m, max(args.rounds, 10), args.workers, gso)
+        floors = {gso: bench_floor(m, max(args.rounds, 10), args.workers, gso, args.repeat)
                   for gso in ([True, False] if native.loopback_gso("127.0.0.1") else [False])}
     if "udp" in only or floors:
         gloo = bench_gloo(m, args.rounds, args.workers)
