@@ -29,13 +29,18 @@ bench: setup
 
 # The hosts on this machine's cores and GPU (docs/performance.md, "Host agents"): the hosts alone
 # against the C switch stand-in with 1, 2, 4 ... threads up to the core count (at most 8), next
-# to gloo; then DDP training of the 1.1M-parameter model on loopback, INA against gloo, on the GPU
-# where torch sees one. `make bench-hosts THREADS=1,4 TRAIN_THREADS=4 DEVICE=cpu` to choose.
+# to gloo, WINDOW fragments in flight per worker thread (256: a switch pool's share of a job, and
+# two GSO sends' worth); then DDP training of the 1.1M-parameter model on loopback, INA against
+# gloo, on the GPU where torch sees one. `make bench-hosts THREADS=1,4 TRAIN_THREADS=4 DEVICE=cpu`
+# to choose; on a machine that cannot install anything but has numpy and torch,
+# `make bench-hosts PY=python3 SETUP=` skips the set-up.
 THREADS ?= $(shell n=$$(nproc); t=1; s=1; while [ $$((t * 2)) -le $$n ] && [ $$t -lt 8 ]; do t=$$((t * 2)); s="$$s,$$t"; done; echo $$s)
 DEVICE ?= $(shell $(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')" 2>/dev/null || echo cpu)
 TRAIN_THREADS ?= 1
-bench-hosts: setup
-	$(PY) benchmarks/bench_reflector.py --threads $(THREADS) --repeat 3 --rounds 20
+WINDOW ?= 256
+SETUP ?= setup
+bench-hosts: $(SETUP)
+	$(PY) benchmarks/bench_reflector.py --threads $(THREADS) --repeat 3 --rounds 20 --window $(WINDOW)
 	$(PY) -m training.local --workers 2 --steps 30 --model wide --device $(DEVICE) --threads $(TRAIN_THREADS) \
 	    --out results/training-local
 
