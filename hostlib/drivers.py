@@ -13,7 +13,8 @@
 
 The drivers choose between the C data path and the Python cores; the cores (hostlib.worker,
 hostlib.ps) know neither. Importing this module installs hostlib.native's one-pass encoder for
-Worker.push (``set_round_encoder``), which falls back to numpy where the C path is unavailable.
+Worker.push (``set_round_encoder``) and decoder for Worker.result_into (``set_round_decoder``),
+which fall back to numpy where the C path is unavailable.
 """
 from __future__ import annotations
 
@@ -38,12 +39,14 @@ from .native.constants import SOL_UDP, UDP_GRO
 from .protocol import (ETH_IP_UDP_LEN, HEADER_LEN, INA_UDP_PORT, INA_VERSION, ProtocolError, frame_prefix,
                        is_header_only)
 from .ps import ParameterServer
-from .worker import Worker, set_round_encoder
+from .worker import Worker, set_round_decoder, set_round_encoder
 from .worker_group import WorkerGroup
 
-# Worker.push encodes a round's first copies in one C pass where hostlib.native is built (the
-# same bytes as the numpy path, which it falls back to)
+# Worker.push encodes a round's first copies, and Worker.result_into decodes its results, in one
+# C pass each where hostlib.native is built (the same bytes and floats as the numpy paths, which
+# they fall back to)
 set_round_encoder(native_datapath.encode_round)
+set_round_decoder(native_datapath.decode_round)
 
 
 class Agent(Protocol):

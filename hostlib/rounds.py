@@ -70,6 +70,18 @@ class Round:
         return pos
 
     @cached_property
+    def decode_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per fragment in gradient order: its row of ``results`` (send order), where its values
+        start in the gradient and how many it has (int64 arrays, for a one-pass decoder)."""
+        return (self.pos_array, np.ascontiguousarray(self._gstart, dtype=np.int64),
+                np.ascontiguousarray(self._gstop - self._gstart, dtype=np.int64))
+
+    @property
+    def values(self) -> int:
+        """Gradient values in the round."""
+        return int(self._gstop[-1]) if self.n else 0
+
+    @cached_property
     def sub(self) -> list[int]:
         return self.sub_array.tolist()
 
@@ -121,7 +133,7 @@ class Round:
                 rows[missing] = 0
         if not self._identity:
             rows = rows[self.pos_array]                    # send order -> gradient order
-        size = int(self._gstop[-1]) if self.n else 0
+        size = self.values
         widths = self._gstop - self._gstart
         if bool((widths[:-1] == self.lanes).all()):
             return rows.reshape(-1)[:size].astype(np.int64)      # only the last row may be short

@@ -183,6 +183,24 @@ class ShardedWorker:
     def result(self) -> np.ndarray:
         return decode_lanes(self.result_fixed(), self.workers[0].scale_bits)
 
+    def result_into(self, out: np.ndarray, scale_bits: int | None = None, divisor: float = 1.0) -> np.ndarray:
+        """:meth:`hostlib.worker.Worker.result_into` over the shards: each decodes its sub-models,
+        put back in gradient order."""
+        if self.threads == 1:
+            return self.workers[0].result_into(out, scale_bits, divisor)
+        sizes = self._sizes
+        starts = np.cumsum([0, *sizes])
+        if out.dtype != np.float32 or out.size != starts[-1] or not out.flags.c_contiguous:
+            raise ValueError(f"out: {out.size} {out.dtype} values for a round of {starts[-1]}; needs contiguous float32")
+        flat = out.reshape(-1)
+        for t, wk in enumerate(self.workers):
+            mine = [s for s in range(len(sizes)) if shard_of(s, self.threads) == t]
+            part, at = wk.result_into(np.empty(sum(sizes[s] for s in mine), dtype=np.float32), scale_bits, divisor), 0
+            for s in mine:
+                flat[starts[s]:starts[s + 1]] = part[at:at + sizes[s]]
+                at += sizes[s]
+        return out
+
     resent = _summed("resent", "Fragments the shards resent in the current round.")
     sent = _summed("sent", "First copies the shards sent in the current round.")
     results = _summed("results", "Results the shards received in the current round.")

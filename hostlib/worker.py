@@ -21,6 +21,7 @@ round r, and keeps round r's contributions to answer the PS's queries for it.
 from __future__ import annotations
 
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
@@ -69,6 +70,20 @@ def set_round_encoder(encoder: RoundEncoder | None) -> None:
     only)."""
     global _round_encoder
     _round_encoder = encoder
+
+
+# A one-pass decoder of a complete round's results into float32: (the round, the factor 2^-scale,
+# the divisor, the float32 output) -> True, or False where it cannot (numpy's path then runs).
+# hostlib.drivers installs hostlib.native's.
+RoundDecoder = Callable[[Round, float, float, np.ndarray], bool]
+_round_decoder: RoundDecoder | None = None
+
+
+def set_round_decoder(decoder: RoundDecoder | None) -> None:
+    """The decoder :meth:`Worker.result_into` tries first for Workers with ``native`` set (None:
+    numpy's only)."""
+    global _round_decoder
+    _round_decoder = decoder
 
 
 @dataclass(slots=True)
@@ -342,6 +357,27 @@ class Worker:
     def result(self) -> np.ndarray:
         """The aggregated gradient as floats (valid once ``done``)."""
         return decode_lanes(self.result_fixed(), self.scale_bits)
+
+    def result_into(self, out: np.ndarray, scale_bits: int | None = None, divisor: float = 1.0) -> np.ndarray:
+        """The aggregated gradient into ``out`` (contiguous float32, one per gradient value; valid
+        once ``done``), returned: each result times 2^-``scale_bits`` (default the round's scale)
+        over ``divisor``, rounded once to float32 from float64 — what numpy gives for
+        ``(result_fixed() * 2.0**-scale_bits / divisor).astype(np.float32)``, in one pass and
+        without those arrays where a decoder is installed."""
+        bits = self.scale_bits if scale_bits is None else int(scale_bits)
+        r = self._cur
+        n = 0 if r is None else r.values
+        if out.dtype != np.float32 or out.size != n or not out.flags.c_contiguous:
+            raise ValueError(f"out: {out.size} {out.dtype} values for a round of {n}; needs contiguous float32")
+        decoder = _round_decoder
+        if r is not None and self.native and decoder is not None and self.done() and \
+                decoder(r, math.ldexp(1.0, -bits), float(divisor), out):
+            return out
+        total = self.result_fixed().astype(np.float64)
+        np.ldexp(total, -bits, out=total)
+        total /= divisor
+        np.copyto(out.reshape(-1), total, casting="same_kind")
+        return out
 
     # ------------------------------------------------------------------ sans-IO core
     def start(self, now: float) -> list[bytes]:

@@ -257,29 +257,26 @@ class InaAllReduce:
         if v.dtype not in (np.float32, np.float64):
             v = v.astype(np.float64)
         v = v.ravel()             # float32 stays float32: the encoder reads it as it is
+        result = np.empty(v.size, dtype=np.float32) if out is None else out
         with self._lock:
             self._stop_idle()
             t, resent = time.monotonic(), self.stats.resent
             try:
-                total = self._allreduce(v)
+                # decoded straight into ``result`` once the value round is complete (``out`` may be
+                # ``values`` itself: the round's first copies hold what it read)
+                return self._allreduce(v, float(self.n_workers) if average else 1.0, result)
             finally:
                 took = time.monotonic() - t
                 self.stats.calls += 1
                 self.stats.seconds += took
                 self.stats.per_call.append([round(took, 4), self.stats.resent - resent, v.size])
                 self._start_idle()
-        if average:
-            total /= self.n_workers           # total is this call's own array
-        if out is None:
-            return total.astype(np.float32)
-        # the same rounding as astype: one float64 -> float32 cast per element
-        np.copyto(out.reshape(-1), total, casting="same_kind")
-        return out
 
-    def _allreduce(self, v: np.ndarray) -> np.ndarray:
+    def _allreduce(self, v: np.ndarray, divisor: float, out: np.ndarray) -> np.ndarray:
         n = self.n_workers
         t = time.monotonic()
-        counts = self._round(self._histogram(v), 0)
+        self._round(self._histogram(v), 0)
+        counts = self.worker.result_fixed()
         self.stats.scale_seconds += time.monotonic() - t
         if counts[-1] > 0:
             raise GradientRangeError(f"{int(counts[-1])} of {n} workers have non-finite values or magnitudes "
@@ -291,11 +288,11 @@ class InaAllReduce:
         for _ in range(3):
             # negative s (enormous values): pre-scale by an exact power of two instead, since
             # the Worker's scale is a left shift
-            fixed = self._round(np.ldexp(v, s) if s < 0 else v, max(s, 0))
+            self._round(np.ldexp(v, s) if s < 0 else v, max(s, 0))
             if not self.worker.overflowed:
                 self.last_scale_bits = s
-                total = fixed.astype(np.float64)
-                return np.ldexp(total, -s, out=total)
+                # each sum times 2^-s over the divisor, rounded once to float32 (one pass in C)
+                return self.worker.result_into(out, s, divisor)
             self.stats.redone += 1          # every worker saw the same flag: all redo it
             s -= 2
         raise OverflowError(f"INA result still saturated at scale 2^{s + 2}: not returning a wrong sum")
@@ -316,8 +313,8 @@ class InaAllReduce:
                 h[max(e, EXP_MIN) - EXP_MIN] = 1
         return h
 
-    def _round(self, values: np.ndarray, scale_bits: int) -> np.ndarray:
-        """One protocol round of ``values`` at ``scale_bits``; the fixed-point sum (int64)."""
+    def _round(self, values: np.ndarray, scale_bits: int) -> None:
+        """One protocol round of ``values`` at ``scale_bits`` (its sum: ``self.worker``'s result)."""
         wk = self.worker
         wk.scale_bits = scale_bits
         wk.push(values, self.job.split(values.size))
@@ -328,7 +325,6 @@ class InaAllReduce:
         self.stats.last_round = wk.round
         self.stats.sent += wk.sent
         self.stats.resent += wk.resent
-        return wk.result_fixed()
 
     def _start_idle(self) -> None:
         """Answer the PS in the background until the next call (or close)."""

@@ -13,7 +13,8 @@ chooses it.
 * :mod:`.library`: building (through the shared build cache, ``cbuild``) and loading, with the
   check of the ctypes mirrors (:mod:`.structs`) and of the shared constants (:mod:`.constants`,
   from which the C's ``constants.h`` is generated);
-* :mod:`.worker`: :func:`encode_round` (Worker.push's one-pass encoder), :class:`NativeWorker`
+* :mod:`.worker`: :func:`encode_round` (Worker.push's one-pass encoder), :func:`decode_round`
+  (Worker.result_into's one-pass decoder), :class:`NativeWorker`
   and :class:`NativeGroup`; :mod:`.ps`: :class:`NativePs` — sans-IO agents binding one Worker /
   WorkerGroup / ParameterServer to its C state (the differential tests run them and the Python
   cores side by side);
@@ -25,8 +26,8 @@ from .library import (MirrorMismatch, NativeUnavailable, available, build, load,
                       unavailable_reason)
 from .ps import NativePs
 from .udp import IoCounts, SocketRings, loopback_gso, run_loop
-from .worker import NativeGroup, NativeWorker, encode_round
+from .worker import NativeGroup, NativeWorker, decode_round, encode_round
 
 __all__ = ["IoCounts", "MirrorMismatch", "NativeGroup", "NativePs", "NativeUnavailable", "NativeWorker",
-           "SocketRings", "available", "build", "encode_round", "load", "loopback_gso", "run_loop", "sources",
-           "unavailable_reason"]
+           "SocketRings", "available", "build", "decode_round", "encode_round", "load", "loopback_gso", "run_loop",
+           "sources", "unavailable_reason"]

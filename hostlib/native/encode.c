@@ -95,3 +95,19 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
     }
     return 0;
 }
+
+/* Worker.result_into's decoder: a complete round's results (big-endian int32 rows of ``lanes``,
+ * send order) into float32 values in gradient order, each ``(double)v * scale / divisor``
+ * rounded once to float32 — what numpy's int64 -> float64, ldexp, divide and float32 cast give,
+ * bit for bit (a product by a power of two is exact, and IEEE division and conversion round
+ * the same in C). Fragment f (gradient order) is row ``rows[f]``, its ``widths[f]`` values go
+ * to ``out + starts[f]``. */
+void ina_decode_results(const uint8_t *results, int64_t lanes, const int64_t *rows, const int64_t *starts,
+                        const int64_t *widths, int64_t nfrag, double scale, double divisor, float *out) {
+    for (int64_t f = 0; f < nfrag; f++) {
+        const uint8_t *row = results + rows[f] * lanes * 4;
+        float *dst = out + starts[f];
+        for (int64_t i = 0; i < widths[f]; i++)
+            dst[i] = (float)((double)(int32_t)be32(row + 4 * i) * scale / divisor);
+    }
+}

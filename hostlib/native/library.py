@@ -75,6 +75,7 @@ _SIGNATURES: dict[str, tuple[list[Any], Any]] = {
     "ina_sizeof": ([ctypes.c_char_p], _I),
     "ina_constant": ([_I, _P, _P], ctypes.c_int),
     "ina_encode_frames": ([_P, _I, _P, _I, _I, _I, _I, _P, _P, _P], ctypes.c_int),
+    "ina_decode_results": ([_P, _I, _P, _P, _P, _I, _D, _D, _P], None),
     "ina_worker_fill": ([_P, _D], None),
     "ina_worker_timer": ([_P, _D], None),
     "ina_worker_frame": ([_P, _P, _I, _D], ctypes.c_int),

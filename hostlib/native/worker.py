@@ -21,6 +21,7 @@ from .library import load, require
 from .structs import CRto, CWorker
 
 if TYPE_CHECKING:
+    from ..rounds import Round
     from ..rto import RtoEstimator
     from ..worker import Worker, WorkerState
     from ..worker_group import WorkerGroup
@@ -64,6 +65,19 @@ def encode_round(values: np.ndarray, sizes: Sequence[int], scale_bits: int, lane
                              int(clip), prefix, tpl.ctypes.data, out):
         return None
     return out
+
+
+def decode_round(r: "Round", scale: float, divisor: float, out: np.ndarray) -> bool:
+    """A complete round's results into ``out`` (float32, gradient order), each value times
+    ``scale`` over ``divisor`` rounded once to float32, in one C pass; False if the C path is
+    unavailable. A :data:`hostlib.worker.RoundDecoder`."""
+    lib = load()
+    if lib is None:
+        return False
+    rows, starts, widths = r.decode_layout
+    lib.ina_decode_results(address(r.results), r.lanes, rows.ctypes.data, starts.ctypes.data, widths.ctypes.data,
+                           len(rows), scale, divisor, out.ctypes.data)
+    return True
 
 
 _bytes_uninitialized = ctypes.pythonapi.PyBytes_FromStringAndSize
