@@ -104,10 +104,19 @@ int ina_encode_frames(const void *values, int64_t is_f32, const int64_t *sizes, 
  * to ``out + starts[f]``. */
 void ina_decode_results(const uint8_t *results, int64_t lanes, const int64_t *rows, const int64_t *starts,
                         const int64_t *widths, int64_t nfrag, double scale, double divisor, float *out) {
+    int e;
+    if (frexp(divisor, &e) == 0.5) {      /* a power of two: dividing by it is exact in the scale */
+        scale = ldexp(scale, 1 - e);
+        divisor = 1.0;
+    }
     for (int64_t f = 0; f < nfrag; f++) {
         const uint8_t *row = results + rows[f] * lanes * 4;
         float *dst = out + starts[f];
-        for (int64_t i = 0; i < widths[f]; i++)
-            dst[i] = (float)((double)(int32_t)be32(row + 4 * i) * scale / divisor);
+        if (divisor == 1.0) {
+            for (int64_t i = 0; i < widths[f]; i++) dst[i] = (float)((double)(int32_t)be32(row + 4 * i) * scale);
+        } else {
+            for (int64_t i = 0; i < widths[f]; i++)
+                dst[i] = (float)((double)(int32_t)be32(row + 4 * i) * scale / divisor);
+        }
     }
 }
