@@ -104,11 +104,15 @@ def ina_allreduce_hook(state: InaHookState, bucket: dist.GradBucket) -> torch.fu
 
 def _cpu_bucket(state: InaHookState, buf: torch.Tensor, index: int) -> Callable[[], torch.Tensor]:
     """The communication thread's work for a CPU bucket: ``.numpy()`` shares the bucket's
-    memory, so the all-reduce reads it without a copy."""
+    memory, so the all-reduce reads it without a copy and, for a float32 bucket (the usual),
+    writes the mean back into it in place."""
     def run() -> torch.Tensor:
-        mean = state.allreduce.allreduce(buf.detach().cpu().numpy(), average=True)
+        values = buf.detach().numpy()
+        in_place = values.dtype == np.float32 and values.flags.c_contiguous
+        mean = state.allreduce.allreduce(values, average=True, out=values if in_place else None)
         state.scale_bits[index] = state.allreduce.last_scale_bits  # type: ignore[assignment]
-        buf.copy_(torch.from_numpy(mean).reshape(buf.shape))
+        if not in_place:
+            buf.copy_(torch.from_numpy(mean).reshape(buf.shape))
         return buf
     return run
 
