@@ -364,8 +364,9 @@ def _floor_receive(ip: str, gso: bool, expect: int, ready: mp.Event, q: mp.Queue
         # user and system by ticks, so a Python call per datagram would hide the system part)
         tr.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
         buf = bytearray(65536)
+        # 0.5 s without a datagram: the sender is done (what is missing, the socket dropped)
         while got < expect and select.select([tr.sock], [], [], 0.5 if got else 60.0)[0]:
-            while got < expect:          # 0.5 s without a datagram: the sender is done
+            while got < expect:
                 try:
                     got += tr.sock.recv_into(buf, 0, socket.MSG_DONTWAIT) // need
                 except BlockingIOError:
