@@ -180,5 +180,6 @@ def machine() -> str:
     return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
-__all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "LOSS_HEADROOM", "Traffic", "Choice", "nice_floor", "choose_link_mbps",
-           "busy_seconds", "cpu_busy_seconds", "loss_cpu_factor", "pace_note", "parse_link_mbps", "cpu_model", "machine"]
+__all__ = ["BUSY_LINK_BOUND", "PROBE_MBPS", "HEADROOM", "LOSS_HEADROOM", "Traffic", "Choice", "nice_floor",
+           "choose_link_mbps", "busy_seconds", "cpu_busy_seconds", "loss_cpu_factor", "pace_note", "parse_link_mbps",
+           "cpu_model", "machine"]

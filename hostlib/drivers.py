@@ -483,8 +483,7 @@ class UdpTransport:
 
     # ------------------------------------------------------------------ receiving
     def recv(self, timeout: float) -> bytes | None:
-        r, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
-        if not r:
+        if not self._wait(timeout):
             return None
         try:
             data, (src_ip, src_port) = self.sock.recvfrom(self._bufsize)
@@ -499,13 +498,16 @@ class UdpTransport:
         limit = self.batch if max_frames is None else max_frames
         out: list[bytes] = []
         got = self._drain(out, limit)
-        if not got and timeout > 0:
-            r, _, _ = select.select([self.sock, self._wake_fd], [], [], timeout)
-            if self._wake_fd in r:
-                os.eventfd_read(self._wake_fd)
-            if self.sock in r:
-                self._drain(out, limit)
+        if not got and timeout > 0 and self._wait(timeout):
+            self._drain(out, limit)
         return out
+
+    def _wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for a datagram; False if none came or :meth:`wake` ended the wait."""
+        r, _, _ = select.select([self.sock, self._wake_fd], [], [], max(0.0, timeout))
+        if self._wake_fd in r:
+            os.eventfd_read(self._wake_fd)
+        return self.sock in r
 
     def wake(self) -> None:
         """End a wait for datagrams on this socket now (from another thread): :func:`run_udp`

@@ -287,4 +287,11 @@ typedef struct {
     int64_t wake_fd, woken;
 } Io;
 
+/* Io.wake_fd was readable: empty it and note that the wait was woken */
+static inline void io_woken(Io *io) {
+    uint64_t count;
+    if (read((int)io->wake_fd, &count, sizeof(count)) < 0) { /* drained by another reader */ }
+    io->woken = 1;
+}
+
 #endif

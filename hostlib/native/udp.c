@@ -209,11 +209,7 @@ static int io_fill(Io *io, double wait) {
         int p = ppoll(pfd, io->wake_fd >= 0 ? 2 : 1, &ts, NULL);
         if (p < 0 && errno != EINTR) return -errno;
         if (p <= 0) return 0;
-        if (io->wake_fd >= 0 && pfd[1].revents & POLLIN) {
-            uint64_t count;
-            if (read((int)io->wake_fd, &count, sizeof(count)) < 0) { /* drained by another reader */ }
-            io->woken = 1;
-        }
+        if (io->wake_fd >= 0 && pfd[1].revents & POLLIN) io_woken(io);
         if (!(pfd[0].revents & POLLIN)) return 0;
         r = recvmmsg((int)io->fd, io->rxmsgs, (unsigned)io->cap, MSG_DONTWAIT, NULL);
     }

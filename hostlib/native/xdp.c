@@ -341,11 +341,7 @@ int ina_xsk_fill(void *bypass, void *io_, double wait) {
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
         int p = ppoll(pfd, (nfds_t)(x->nq + 1 + (io->wake_fd >= 0)), &ts, NULL);
         if (p < 0 && errno != EINTR) return -errno;
-        if (p > 0 && io->wake_fd >= 0 && pfd[x->nq + 1].revents & POLLIN) {
-            uint64_t count;
-            if (read((int)io->wake_fd, &count, sizeof(count)) < 0) { /* drained by another reader */ }
-            io->woken = 1;
-        }
+        if (p > 0 && io->wake_fd >= 0 && pfd[x->nq + 1].revents & POLLIN) io_woken(io);
         n = take_rx(x, io, 0, cap);
         k = n < cap ? kernel_recv(x, io, n, cap - n) : 0;
         if (k < 0) return k;
